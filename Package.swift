@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+// latchkey: a session keychain for Linux with Apple's SecItem semantics.
+//
+// Dependencies point one way (see README "How it works"):
+//   LatchkeySecrets <- LatchkeyCrypto <- LatchkeyKeybag <- LatchkeyEngine <- LatchkeyAgent <- latchkeyd
+//   LatchkeyModel (pure values) is used by Keybag, Engine, Wire and the public library.
+//   LatchkeyStore sees only sealed blobs and keyed hashes; it imports neither crypto nor transport.
+//   Latchkey (public library) talks to the agent over LatchkeyWire and never holds a class key.
+import PackageDescription
+
+let package = Package(
+    name: "latchkey",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Latchkey", targets: ["Latchkey"]),
+        .executable(name: "latchkeyd", targets: ["latchkeyd"]),
+        .executable(name: "latchkey", targets: ["latchkey"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // System libraries, wrapped once each.
+        .systemLibrary(name: "CArgon2", pkgConfig: "libargon2",
+                       providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(name: "LatchkeySecrets"),
+        .target(name: "LatchkeyCrypto", dependencies: ["LatchkeySecrets", "COpenSSL", "CArgon2"]),
+        .target(name: "LatchkeyModel", dependencies: ["LatchkeySecrets"]),
+        .target(name: "LatchkeyKeybag", dependencies: ["LatchkeyCrypto", "LatchkeyModel"]),
+        .target(name: "LatchkeyStore", dependencies: ["CSQLite"]),
+        .target(name: "LatchkeyEngine",
+                dependencies: ["LatchkeyModel", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore"]),
+        .target(name: "LatchkeyWire", dependencies: ["LatchkeyModel", "LatchkeySecrets"]),
+        .target(name: "LatchkeyAgent", dependencies: ["LatchkeyEngine", "LatchkeyWire"]),
+        .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
+        .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeySecrets"]),
+        .executableTarget(name: "latchkey", dependencies: [
+            "Latchkey",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
+        .testTarget(name: "LatchkeyKeybagTests", dependencies: ["LatchkeyKeybag"],
+                    resources: [.copy("Vectors")]),
+        .testTarget(name: "LatchkeyStoreTests", dependencies: ["LatchkeyStore"]),
+        .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
+        .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire"]),
+        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine"]),
+        .testTarget(name: "LatchkeyEndToEndTests", dependencies: ["Latchkey"]),
+    ]
+)

@@ -1,0 +1,56 @@
+/// A value in a SecItem dictionary, in a form every layer can carry without Foundation.
+///
+/// The public library converts Core Foundation style values (`NSString`, `Data`, `NSNumber`, `Bool`,
+/// `Date`, ...) into `SecValue` keeping the caller's type, because Apple's coercion rules depend on it
+/// (a CFString and a CFData with the same bytes match each other in a blob attribute, but a CFNumber is
+/// not a CFBoolean for `kSecReturnData`). The agent parses and validates these values; results come back
+/// the same way.
+public enum SecValue: Sendable, Equatable {
+    case string(String)
+    case data([UInt8])
+    case int(Int64)
+    case bool(Bool)
+    case double(Double)
+    /// A date as `CFAbsoluteTime`: seconds since 2001-01-01 00:00:00 UTC.
+    case date(Double)
+    case array([SecValue])
+    case dictionary([String: SecValue])
+    /// `kCFNull`.
+    case null
+
+    /// A short name of the value's type, for error messages (never the value itself).
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .data: "data"
+        case .int: "number"
+        case .bool: "boolean"
+        case .double: "number"
+        case .date: "date"
+        case .array: "array"
+        case .dictionary: "dictionary"
+        case .null: "null"
+        }
+    }
+
+    /// The string payload, if this is a string.
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    /// The bytes payload, if this is data.
+    public var dataValue: [UInt8]? {
+        if case .data(let d) = self { return d }
+        return nil
+    }
+
+    /// The boolean payload, if this is a boolean.
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+}
+
+/// A SecItem dictionary: keys are the `kSec*` string values ("class", "acct", "m_Limit", ...).
+public typealias SecDictionary = [String: SecValue]
