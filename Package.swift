@@ -33,14 +33,20 @@ let package = Package(
         .target(name: "LatchkeyModel", dependencies: ["LatchkeySecrets"]),
         .target(name: "LatchkeyKeybag", dependencies: ["LatchkeyCrypto", "LatchkeyModel"]),
         .target(name: "LatchkeyStore", dependencies: ["CSQLite"]),
-        .target(name: "LatchkeyEngine",
-                dependencies: ["LatchkeyModel", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore"]),
+        // Pure encoding (values <-> bytes, caps, version byte); the engine uses its value codec to seal
+        // attributes, so it must stay free of I/O.
         .target(name: "LatchkeyWire", dependencies: ["LatchkeyModel", "LatchkeySecrets"]),
-        .target(name: "LatchkeyAgent", dependencies: ["LatchkeyEngine", "LatchkeyWire"]),
+        .target(name: "LatchkeyEngine",
+                dependencies: ["LatchkeyModel", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore", "LatchkeyWire"]),
+        // Frames on a socket and the socket's location; shared by the agent and the public library.
+        .target(name: "LatchkeyTransport", dependencies: ["LatchkeyWire", "LatchkeySecrets"]),
+        .target(name: "CLatchkeySystem"),
+        .target(name: "LatchkeyAgent",
+                dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "CLatchkeySystem"]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
-        .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeySecrets"]),
+        .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets"]),
         .executableTarget(name: "latchkey", dependencies: [
-            "Latchkey",
+            "Latchkey", "LatchkeySecrets",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -49,8 +55,8 @@ let package = Package(
                     resources: [.copy("Vectors")]),
         .testTarget(name: "LatchkeyStoreTests", dependencies: ["LatchkeyStore"]),
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
-        .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire"]),
-        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine"]),
+        .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
+        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyStore"]),
         .testTarget(name: "LatchkeyEndToEndTests", dependencies: ["Latchkey"]),
     ]
 )

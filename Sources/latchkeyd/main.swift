@@ -1,1 +1,3 @@
-print("latchkeyd")
+import LatchkeyAgent
+
+AgentMain.run(arguments: CommandLine.arguments)

@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LatchkeyModel
+import LatchkeyTransport
+import LatchkeyWire
+
+/// The library's connection to the user's agent: one persistent connection per process, opened on first
+/// use, and the agent started on demand when nothing listens. Never holds a key: it only carries
+/// requests and responses.
+final class AgentClient: @unchecked Sendable {
+    static let shared = AgentClient()
+
+    /// How long a client waits for an agent it started to signal readiness (it fails at once if the
+    /// agent exits first, or cannot be executed at all).
+    static let startTimeoutMilliseconds: Int32 = 5_000
+    /// How long a client waits for the answer to a request before giving up (errSecNotAvailable).
+    /// Unlock and create run Argon2id in the agent, so this is generous; a hung agent still cannot
+    /// hang the caller forever.
+    static let responseTimeout: Duration = .seconds(30)
+
+    fileprivate var mutex = pthread_mutex_t()
+    private var fd: Int32 = -1
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+    }
+
+    /// Sends one request and returns the agent's response. Any failure to reach the agent is a
+    /// response with errSecNotAvailable and a message saying why.
+    func send(_ request: Request) -> Response {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        var payload = request.encode()
+        defer { payload.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        // The agent drops a connection whose frame exceeds its cap; fail here with a clear status instead.
+        guard payload.count <= Wire.maxRequestFrame else {
+            return Response(status: SecStatus.param, value: nil,
+                            message: "request of \(payload.count) bytes exceeds the \(Wire.maxRequestFrame)-byte limit")
+        }
+        let reused = fd >= 0
+        if !reused {
+            if let failure = connectOrStart() { return failure }
+        }
+        do {
+            try FrameIO.writeFrame(payload, to: fd, deadline: .now + AgentClient.responseTimeout)
+        } catch {
+            // A persistent connection the agent has since closed (it restarted): nothing was delivered,
+            // so connecting again and resending is safe.
+            disconnect()
+            guard reused else { return unavailable("cannot send to the agent: \(error)") }
+            if let failure = connectOrStart() { return failure }
+            do {
+                try FrameIO.writeFrame(payload, to: fd, deadline: .now + AgentClient.responseTimeout)
+            } catch {
+                disconnect()
+                return unavailable("cannot send to the agent: \(error)")
+            }
+        }
+        do {
+            var reply = try FrameIO.readFrame(from: fd, maxLength: Wire.maxResponseFrame,
+                                              deadline: .now + AgentClient.responseTimeout)
+            return try Response.decode(wiping: &reply)
+        } catch {
+            // The request may or may not have been carried out: report, never resend.
+            disconnect()
+            return unavailable("no answer from the agent: \(error)")
+        }
+    }
+
+    fileprivate func disconnect() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    private func unavailable(_ message: String) -> Response {
+        Response(status: SecStatus.notAvailable, value: nil, message: message)
+    }
+
+    /// Connects to the agent, starting it if nothing listens. Returns a failure response, or nil.
+    private func connectOrStart() -> Response? {
+        let endpoint = AgentEndpoint.current()
+        if let connected = connect(endpoint.socketPath) {
+            fd = connected
+            return nil
+        }
+        if let failure = AgentLauncher.start(endpoint: endpoint, timeoutMilliseconds: AgentClient.startTimeoutMilliseconds) {
+            return unavailable(failure)
+        }
+        guard let connected = connect(endpoint.socketPath) else {
+            return unavailable("the agent started but \(endpoint.socketPath) does not accept connections")
+        }
+        fd = connected
+        return nil
+    }
+
+    /// A connected socket, or nil when nothing listens (missing socket, refused, or not ours).
+    private func connect(_ path: String) -> Int32? {
+        // Only a socket owned by us in a directory owned by us is trusted with our secrets.
+        var st = stat()
+        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFSOCK, st.st_uid == getuid() else { return nil }
+        let socketFD = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socketFD >= 0 else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(socketFD); return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            close(socketFD)
+            return nil
+        }
+        return socketFD
+    }
+}
+
+extension AgentClient {
+    /// Drops the persistent connection (tests switch between agents by changing the environment).
+    func resetConnection() {
+        pthread_mutex_lock(&mutex)
+        disconnect()
+        pthread_mutex_unlock(&mutex)
+    }
+}

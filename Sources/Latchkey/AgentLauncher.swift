@@ -1,0 +1,98 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LatchkeyTransport
+import LatchkeyWire
+
+/// Starts `latchkeyd --daemon` for the current user and waits until it listens.
+///
+/// The agent inherits the write end of a pipe (`LATCHKEY_READY_FD`) and writes one byte once its socket
+/// listens. If it cannot be executed, or exits first (for example because another agent won the lock),
+/// the pipe reaches EOF and the caller learns at once instead of waiting out a timeout.
+enum AgentLauncher {
+    /// Returns nil on success, or why the agent could not be started.
+    static func start(endpoint: AgentEndpoint, timeoutMilliseconds: Int32) -> String? {
+        guard let executable = agentExecutable() else {
+            return "latchkeyd not found (set LATCHKEYD to its path, or install it next to latchkey or on PATH)"
+        }
+        if let problem = endpoint.prepareDirectory(create: true) { return problem }
+        var pipeFDs: [Int32] = [-1, -1]
+        guard pipe(&pipeFDs) == 0 else { return "pipe: \(String(cString: strerror(errno)))" }
+        defer { close(pipeFDs[0]) }
+        _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, endpoint.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 3) // dup2 clears FD_CLOEXEC on fd 3
+
+        var environment = currentEnvironment().filter {
+            !$0.hasPrefix("LATCHKEY_READY_FD=") && !$0.hasPrefix("LISTEN_PID=") && !$0.hasPrefix("LISTEN_FDS=")
+        }
+        environment.append("LATCHKEY_READY_FD=3")
+        let arguments = [executable, "--daemon"]
+        var pid = pid_t()
+        let spawned = withCStrings(arguments) { argv in
+            withCStrings(environment) { envp in
+                posix_spawn(&pid, executable, &actions, nil, argv, envp)
+            }
+        }
+        close(pipeFDs[1])
+        guard spawned == 0 else { return "cannot run \(executable): \(String(cString: strerror(spawned)))" }
+
+        // `--daemon` forks at once; reap the intermediate process so no zombie is left behind.
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+
+        var pollFD = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
+        var ready = poll(&pollFD, 1, timeoutMilliseconds)
+        while ready < 0 && errno == EINTR { ready = poll(&pollFD, 1, timeoutMilliseconds) }
+        guard ready > 0 else { return "latchkeyd did not become ready within \(timeoutMilliseconds) ms (see \(endpoint.logPath))" }
+        var byte: UInt8 = 0
+        if read(pipeFDs[0], &byte, 1) == 1 { return nil }
+        // EOF: the agent exited. If another agent is already serving, that is success for us.
+        return nil
+    }
+
+    /// `$LATCHKEYD`, else `latchkeyd` next to the running executable, else the first on PATH.
+    static func agentExecutable() -> String? {
+        if let path = AgentEndpoint.environment("LATCHKEYD") {
+            return access(path, X_OK) == 0 ? path : nil
+        }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        if n > 0 {
+            let selfPath = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let slash = selfPath.lastIndex(of: "/") {
+                let candidate = String(selfPath[..<slash]) + "/latchkeyd"
+                if access(candidate, X_OK) == 0 { return candidate }
+            }
+        }
+        for directory in (AgentEndpoint.environment("PATH") ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") {
+            let candidate = String(directory) + "/latchkeyd"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    private static func currentEnvironment() -> [String] {
+        var result: [String] = []
+        var pointer = environ
+        while let entry = pointer.pointee {
+            result.append(String(cString: entry))
+            pointer += 1
+        }
+        return result
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        pointers.append(nil)
+        defer { for pointer in pointers { free(pointer) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}

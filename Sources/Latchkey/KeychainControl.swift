@@ -1,0 +1,106 @@
+import LatchkeyModel
+import LatchkeySecrets
+import LatchkeyWire
+
+/// Managing the user's keychain through the agent: create, unlock, lock, status, change password.
+/// Not part of Apple's API (on Apple systems the OS does this); the `latchkey` command uses it.
+public enum KeychainControl {
+    /// The state of one accessibility class.
+    public struct ClassState: Sendable, Equatable {
+        public var pdmn: String
+        public var unlocked: Bool
+    }
+
+    /// What `status` reports.
+    public struct Status: Sendable, Equatable {
+        public var directory: String
+        public var exists: Bool
+        public var classes: [ClassState]
+        public var problem: String?
+        /// Argon2id parameters of the keybag: time cost, memory in KiB, parallelism.
+        public var argon2: (t: Int64, m: Int64, p: Int64)?
+
+        public static func == (a: Status, b: Status) -> Bool {
+            a.directory == b.directory && a.exists == b.exists && a.classes == b.classes && a.problem == b.problem
+        }
+    }
+
+    /// A failed control call: the status and the agent's detail.
+    public struct Failure: Error, Sendable {
+        public var status: OSStatus
+        public var detail: String?
+    }
+
+    /// Argon2id parameters for `create`; nil fields keep the defaults.
+    public struct Argon2Options: Sendable {
+        public var timeCost: UInt32?
+        public var memoryKiB: UInt32?
+        public var parallelism: UInt32?
+        /// Allow less than 64 MiB (tests only).
+        public var allowWeak = false
+
+        public init(timeCost: UInt32? = nil, memoryKiB: UInt32? = nil, parallelism: UInt32? = nil, allowWeak: Bool = false) {
+            self.timeCost = timeCost
+            self.memoryKiB = memoryKiB
+            self.parallelism = parallelism
+            self.allowWeak = allowWeak
+        }
+    }
+
+    /// Creates the keychain with `password` (the agent derives the keys and forgets the password).
+    public static func create(password: SecretBytes, options: Argon2Options = Argon2Options()) throws(Failure) {
+        var dictionary: SecDictionary = [:]
+        if let t = options.timeCost { dictionary["argon2.t"] = .int(Int64(t)) }
+        if let m = options.memoryKiB { dictionary["argon2.m"] = .int(Int64(m)) }
+        if let p = options.parallelism { dictionary["argon2.p"] = .int(Int64(p)) }
+        if options.allowWeak { dictionary["argon2.allowWeak"] = .bool(true) }
+        _ = try call(.create(password: password, options: dictionary))
+    }
+
+    /// Unlocks every password-protected class.
+    public static func unlock(password: SecretBytes) throws(Failure) {
+        _ = try call(.unlock(password: password))
+    }
+
+    /// Drops the WhenUnlocked family of class keys, or (all) every password-protected one.
+    public static func lock(all: Bool) throws(Failure) {
+        _ = try call(.lock(all: all))
+    }
+
+    /// Re-wraps the class keys under a new password.
+    public static func changePassword(old: SecretBytes, new: SecretBytes) throws(Failure) {
+        _ = try call(.changePassword(old: old, new: new))
+    }
+
+    /// The keychain's state.
+    public static func status() throws(Failure) -> Status {
+        guard case .dictionary(let d)? = try call(.status) else {
+            throw Failure(status: SecStatus.decode, detail: "malformed status reply")
+        }
+        var classes: [ClassState] = []
+        if case .dictionary(let entries)? = d["classes"] {
+            for cls in ProtectionClass.allCases {
+                classes.append(ClassState(pdmn: cls.pdmn, unlocked: entries[cls.pdmn] == .string("unlocked")))
+            }
+        }
+        var argon2: (Int64, Int64, Int64)?
+        if case .int(let t)? = d["argon2.t"], case .int(let m)? = d["argon2.m"], case .int(let p)? = d["argon2.p"] {
+            argon2 = (t, m, p)
+        }
+        return Status(directory: d["keychain"]?.stringValue ?? "?", exists: d["exists"] == .bool(true),
+                      classes: classes, problem: d["problem"]?.stringValue, argon2: argon2)
+    }
+
+    /// The display name of an accessibility class (`ak` → `WhenUnlocked`).
+    public static func displayName(pdmn: String) -> String {
+        ProtectionClass(pdmn: pdmn)?.displayName ?? pdmn
+    }
+
+    private static func call(_ request: Request) throws(Failure) -> SecValue? {
+        let response = AgentClient.shared.send(request)
+        guard response.status == SecStatus.success else {
+            throw Failure(status: response.status, detail: response.message)
+        }
+        return response.value
+    }
+}

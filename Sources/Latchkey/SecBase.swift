@@ -1,0 +1,62 @@
+import LatchkeyModel
+
+// Apple's OSStatus result codes (SecBase.h), with Apple's numeric values.
+
+/// No error (MacTypes' `noErr`).
+public let noErr: OSStatus = 0
+/// Apple's `errSecSuccess`.
+public let errSecSuccess: OSStatus = SecStatus.success
+/// Apple's `errSecUnimplemented`.
+public let errSecUnimplemented: OSStatus = SecStatus.unimplemented
+/// Apple's `errSecIO`.
+public let errSecIO: OSStatus = SecStatus.io
+/// Apple's `errSecParam`.
+public let errSecParam: OSStatus = SecStatus.param
+/// Apple's `errSecAllocate`.
+public let errSecAllocate: OSStatus = SecStatus.allocate
+/// Apple's `errSecUserCanceled`.
+public let errSecUserCanceled: OSStatus = SecStatus.userCanceled
+/// Apple's `errSecBadReq`.
+public let errSecBadReq: OSStatus = SecStatus.badReq
+/// Apple's `errSecInternalComponent`.
+public let errSecInternalComponent: OSStatus = SecStatus.internalComponent
+/// Apple's `errSecNotAvailable`.
+public let errSecNotAvailable: OSStatus = SecStatus.notAvailable
+/// Apple's `errSecReadOnly`.
+public let errSecReadOnly: OSStatus = SecStatus.readOnly
+/// Apple's `errSecAuthFailed`.
+public let errSecAuthFailed: OSStatus = SecStatus.authFailed
+/// Apple's `errSecNoSuchKeychain`.
+public let errSecNoSuchKeychain: OSStatus = SecStatus.noSuchKeychain
+/// Apple's `errSecInvalidKeychain`.
+public let errSecInvalidKeychain: OSStatus = SecStatus.invalidKeychain
+/// Apple's `errSecDuplicateKeychain`.
+public let errSecDuplicateKeychain: OSStatus = SecStatus.duplicateKeychain
+/// Apple's `errSecDuplicateItem`.
+public let errSecDuplicateItem: OSStatus = SecStatus.duplicateItem
+/// Apple's `errSecItemNotFound`.
+public let errSecItemNotFound: OSStatus = SecStatus.itemNotFound
+/// Apple's `errSecBufferTooSmall`.
+public let errSecBufferTooSmall: OSStatus = SecStatus.bufferTooSmall
+/// Apple's `errSecDataTooLarge`.
+public let errSecDataTooLarge: OSStatus = SecStatus.dataTooLarge
+/// Apple's `errSecNoSuchAttr`.
+public let errSecNoSuchAttr: OSStatus = SecStatus.noSuchAttr
+/// Apple's `errSecInvalidItemRef`.
+public let errSecInvalidItemRef: OSStatus = SecStatus.invalidItemRef
+/// Apple's `errSecNoSuchClass`.
+public let errSecNoSuchClass: OSStatus = SecStatus.noSuchClass
+/// Apple's `errSecNoDefaultKeychain`.
+public let errSecNoDefaultKeychain: OSStatus = SecStatus.noDefaultKeychain
+/// Apple's `errSecInteractionNotAllowed`.
+public let errSecInteractionNotAllowed: OSStatus = SecStatus.interactionNotAllowed
+/// Apple's `errSecInteractionRequired`.
+public let errSecInteractionRequired: OSStatus = SecStatus.interactionRequired
+/// Apple's `errSecDataNotAvailable`.
+public let errSecDataNotAvailable: OSStatus = SecStatus.dataNotAvailable
+/// Apple's `errSecDecode`.
+public let errSecDecode: OSStatus = SecStatus.decode
+/// Apple's `errSecMissingEntitlement`.
+public let errSecMissingEntitlement: OSStatus = SecStatus.missingEntitlement
+/// Apple's `errSecNotTrusted`.
+public let errSecNotTrusted: OSStatus = SecStatus.notTrusted

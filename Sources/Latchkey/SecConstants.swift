@@ -1,0 +1,250 @@
+import Foundation
+import LatchkeyModel
+
+// Apple's kSec* keys and values with Apple's string values (SecItemConstants.c), so that code written
+// for `import Security` compiles against `import Latchkey`. Generated from the Model's vocabulary
+// (SecKeys, SecAttr) where the engine parses them, so the two cannot drift apart. They are immutable
+// NSStrings, hence `nonisolated(unsafe)`: Swift 6 cannot prove an NSString Sendable.
+
+/// Apple's `kSecClass`.
+nonisolated(unsafe) public let kSecClass: CFString = SecKeys.itemClass as NSString
+/// Apple's `kSecClassGenericPassword`.
+nonisolated(unsafe) public let kSecClassGenericPassword: CFString = SecKeys.classGenericPassword as NSString
+/// Apple's `kSecClassInternetPassword`.
+nonisolated(unsafe) public let kSecClassInternetPassword: CFString = SecKeys.classInternetPassword as NSString
+/// Apple's `kSecClassCertificate`.
+nonisolated(unsafe) public let kSecClassCertificate: CFString = SecKeys.classCertificate as NSString
+/// Apple's `kSecClassKey`.
+nonisolated(unsafe) public let kSecClassKey: CFString = SecKeys.classKey as NSString
+/// Apple's `kSecClassIdentity`.
+nonisolated(unsafe) public let kSecClassIdentity: CFString = SecKeys.classIdentity as NSString
+/// Apple's `kSecMatchLimit`.
+nonisolated(unsafe) public let kSecMatchLimit: CFString = SecKeys.matchLimit as NSString
+/// Apple's `kSecMatchLimitOne`.
+nonisolated(unsafe) public let kSecMatchLimitOne: CFString = SecKeys.matchLimitOne as NSString
+/// Apple's `kSecMatchLimitAll`.
+nonisolated(unsafe) public let kSecMatchLimitAll: CFString = SecKeys.matchLimitAll as NSString
+/// Apple's `kSecMatchCaseInsensitive`.
+nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = SecKeys.matchCaseInsensitive as NSString
+/// Apple's `kSecMatchItemList`.
+nonisolated(unsafe) public let kSecMatchItemList: CFString = SecKeys.matchItemList as NSString
+/// Apple's `kSecMatchPolicy`.
+nonisolated(unsafe) public let kSecMatchPolicy: CFString = SecKeys.matchPolicy as NSString
+/// Apple's `kSecMatchIssuers`.
+nonisolated(unsafe) public let kSecMatchIssuers: CFString = SecKeys.matchIssuers as NSString
+/// Apple's `kSecMatchEmailAddressIfPresent`.
+nonisolated(unsafe) public let kSecMatchEmailAddressIfPresent: CFString = SecKeys.matchEmailAddressIfPresent as NSString
+/// Apple's `kSecMatchSubjectContains`.
+nonisolated(unsafe) public let kSecMatchSubjectContains: CFString = SecKeys.matchSubjectContains as NSString
+/// Apple's `kSecMatchSubjectStartsWith`.
+nonisolated(unsafe) public let kSecMatchSubjectStartsWith: CFString = SecKeys.matchSubjectStartsWith as NSString
+/// Apple's `kSecMatchSubjectEndsWith`.
+nonisolated(unsafe) public let kSecMatchSubjectEndsWith: CFString = SecKeys.matchSubjectEndsWith as NSString
+/// Apple's `kSecMatchSubjectWholeString`.
+nonisolated(unsafe) public let kSecMatchSubjectWholeString: CFString = SecKeys.matchSubjectWholeString as NSString
+/// Apple's `kSecMatchTrustedOnly`.
+nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = SecKeys.matchTrustedOnly as NSString
+/// Apple's `kSecMatchValidOnDate`.
+nonisolated(unsafe) public let kSecMatchValidOnDate: CFString = SecKeys.matchValidOnDate as NSString
+/// Apple's `kSecMatchHostOrSubdomainOfHost`.
+nonisolated(unsafe) public let kSecMatchHostOrSubdomainOfHost: CFString = SecKeys.matchHostOrSubdomainOfHost as NSString
+/// Apple's `kSecReturnData`.
+nonisolated(unsafe) public let kSecReturnData: CFString = SecKeys.returnData as NSString
+/// Apple's `kSecReturnAttributes`.
+nonisolated(unsafe) public let kSecReturnAttributes: CFString = SecKeys.returnAttributes as NSString
+/// Apple's `kSecReturnRef`.
+nonisolated(unsafe) public let kSecReturnRef: CFString = SecKeys.returnRef as NSString
+/// Apple's `kSecReturnPersistentRef`.
+nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = SecKeys.returnPersistentRef as NSString
+/// Apple's `kSecValueData`.
+nonisolated(unsafe) public let kSecValueData: CFString = SecKeys.valueData as NSString
+/// Apple's `kSecValueRef`.
+nonisolated(unsafe) public let kSecValueRef: CFString = SecKeys.valueRef as NSString
+/// Apple's `kSecValuePersistentRef`.
+nonisolated(unsafe) public let kSecValuePersistentRef: CFString = SecKeys.valuePersistentRef as NSString
+/// Apple's `kSecUseItemList`.
+nonisolated(unsafe) public let kSecUseItemList: CFString = SecKeys.useItemList as NSString
+/// Apple's `kSecUseAuthenticationUI`.
+nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = SecKeys.useAuthenticationUI as NSString
+/// Apple's `kSecUseAuthenticationUIAllow`.
+nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = SecKeys.useAuthenticationUIAllow as NSString
+/// Apple's `kSecUseAuthenticationUIFail`.
+nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = SecKeys.useAuthenticationUIFail as NSString
+/// Apple's `kSecUseAuthenticationUISkip`.
+nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = SecKeys.useAuthenticationUISkip as NSString
+/// Apple's `kSecUseOperationPrompt`.
+nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = SecKeys.useOperationPrompt as NSString
+/// Apple's `kSecUseNoAuthenticationUI`.
+nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = SecKeys.useNoAuthenticationUI as NSString
+/// Apple's `kSecUseAuthenticationContext`.
+nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = SecKeys.useAuthenticationContext as NSString
+/// Apple's `kSecUseDataProtectionKeychain`.
+nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = SecKeys.useDataProtectionKeychain as NSString
+/// Apple's `kSecAttrAccessible`.
+nonisolated(unsafe) public let kSecAttrAccessible: CFString = SecAttr.accessible as NSString
+/// Apple's `kSecAttrAccessControl`.
+nonisolated(unsafe) public let kSecAttrAccessControl: CFString = SecAttr.accessControl as NSString
+/// Apple's `kSecAttrAccessGroup`.
+nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = SecAttr.accessGroup as NSString
+/// Apple's `kSecAttrSynchronizable`.
+nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = SecAttr.synchronizable as NSString
+/// Apple's `kSecAttrSynchronizableAny`.
+nonisolated(unsafe) public let kSecAttrSynchronizableAny: CFString = SecKeys.synchronizableAny as NSString
+/// Apple's `kSecAttrCreationDate`.
+nonisolated(unsafe) public let kSecAttrCreationDate: CFString = SecAttr.creationDate as NSString
+/// Apple's `kSecAttrModificationDate`.
+nonisolated(unsafe) public let kSecAttrModificationDate: CFString = SecAttr.modificationDate as NSString
+/// Apple's `kSecAttrDescription`.
+nonisolated(unsafe) public let kSecAttrDescription: CFString = SecAttr.description as NSString
+/// Apple's `kSecAttrComment`.
+nonisolated(unsafe) public let kSecAttrComment: CFString = SecAttr.comment as NSString
+/// Apple's `kSecAttrCreator`.
+nonisolated(unsafe) public let kSecAttrCreator: CFString = SecAttr.creator as NSString
+/// Apple's `kSecAttrType`.
+nonisolated(unsafe) public let kSecAttrType: CFString = SecAttr.type as NSString
+/// Apple's `kSecAttrLabel`.
+nonisolated(unsafe) public let kSecAttrLabel: CFString = SecAttr.label as NSString
+/// Apple's `kSecAttrIsInvisible`.
+nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = SecAttr.isInvisible as NSString
+/// Apple's `kSecAttrIsNegative`.
+nonisolated(unsafe) public let kSecAttrIsNegative: CFString = SecAttr.isNegative as NSString
+/// Apple's `kSecAttrAccount`.
+nonisolated(unsafe) public let kSecAttrAccount: CFString = SecAttr.account as NSString
+/// Apple's `kSecAttrService`.
+nonisolated(unsafe) public let kSecAttrService: CFString = SecAttr.service as NSString
+/// Apple's `kSecAttrGeneric`.
+nonisolated(unsafe) public let kSecAttrGeneric: CFString = SecAttr.generic as NSString
+/// Apple's `kSecAttrSecurityDomain`.
+nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = SecAttr.securityDomain as NSString
+/// Apple's `kSecAttrServer`.
+nonisolated(unsafe) public let kSecAttrServer: CFString = SecAttr.server as NSString
+/// Apple's `kSecAttrProtocol`.
+nonisolated(unsafe) public let kSecAttrProtocol: CFString = SecAttr.protocol as NSString
+/// Apple's `kSecAttrAuthenticationType`.
+nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = SecAttr.authenticationType as NSString
+/// Apple's `kSecAttrPort`.
+nonisolated(unsafe) public let kSecAttrPort: CFString = SecAttr.port as NSString
+/// Apple's `kSecAttrPath`.
+nonisolated(unsafe) public let kSecAttrPath: CFString = SecAttr.path as NSString
+/// Apple's `kSecAttrTokenID`.
+nonisolated(unsafe) public let kSecAttrTokenID: CFString = SecAttr.tokenID as NSString
+/// Apple's `kSecAttrAlias`.
+nonisolated(unsafe) public let kSecAttrAlias: CFString = SecAttr.alias as NSString
+/// Apple's `kSecAttrCertificateType`.
+nonisolated(unsafe) public let kSecAttrCertificateType: CFString = SecAttr.certificateType as NSString
+/// Apple's `kSecAttrCertificateEncoding`.
+nonisolated(unsafe) public let kSecAttrCertificateEncoding: CFString = SecAttr.certificateEncoding as NSString
+/// Apple's `kSecAttrSubject`.
+nonisolated(unsafe) public let kSecAttrSubject: CFString = SecAttr.subject as NSString
+/// Apple's `kSecAttrIssuer`.
+nonisolated(unsafe) public let kSecAttrIssuer: CFString = SecAttr.issuer as NSString
+/// Apple's `kSecAttrSerialNumber`.
+nonisolated(unsafe) public let kSecAttrSerialNumber: CFString = SecAttr.serialNumber as NSString
+/// Apple's `kSecAttrSubjectKeyID`.
+nonisolated(unsafe) public let kSecAttrSubjectKeyID: CFString = SecAttr.subjectKeyID as NSString
+/// Apple's `kSecAttrPublicKeyHash`.
+nonisolated(unsafe) public let kSecAttrPublicKeyHash: CFString = SecAttr.publicKeyHash as NSString
+/// Apple's `kSecAttrKeyClass`.
+nonisolated(unsafe) public let kSecAttrKeyClass: CFString = SecAttr.keyClass as NSString
+/// Apple's `kSecAttrApplicationLabel`.
+nonisolated(unsafe) public let kSecAttrApplicationLabel: CFString = SecAttr.applicationLabel as NSString
+/// Apple's `kSecAttrApplicationTag`.
+nonisolated(unsafe) public let kSecAttrApplicationTag: CFString = SecAttr.applicationTag as NSString
+/// Apple's `kSecAttrKeyType`.
+nonisolated(unsafe) public let kSecAttrKeyType: CFString = SecAttr.keyType as NSString
+/// Apple's `kSecAttrKeySizeInBits`.
+nonisolated(unsafe) public let kSecAttrKeySizeInBits: CFString = SecAttr.keySizeInBits as NSString
+/// Apple's `kSecAttrEffectiveKeySize`.
+nonisolated(unsafe) public let kSecAttrEffectiveKeySize: CFString = SecAttr.effectiveKeySize as NSString
+/// Apple's `kSecAttrStartDate`.
+nonisolated(unsafe) public let kSecAttrStartDate: CFString = SecAttr.startDate as NSString
+/// Apple's `kSecAttrEndDate`.
+nonisolated(unsafe) public let kSecAttrEndDate: CFString = SecAttr.endDate as NSString
+/// Apple's `kSecAttrAccessibleWhenUnlocked` ("ak").
+nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"
+/// Apple's `kSecAttrAccessibleAfterFirstUnlock` ("ck").
+nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock: CFString = "ck"
+/// Apple's `kSecAttrAccessibleAlways` ("dk").
+nonisolated(unsafe) public let kSecAttrAccessibleAlways: CFString = "dk"
+/// Apple's `kSecAttrAccessibleWhenUnlockedThisDeviceOnly` ("aku").
+nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = "aku"
+/// Apple's `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly` ("cku").
+nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
+/// Apple's `kSecAttrAccessibleAlwaysThisDeviceOnly` ("dku").
+nonisolated(unsafe) public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = "dku"
+/// Apple's `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly` ("akpu").
+nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = "akpu"
+/// Apple's `kSecAttrCanEncrypt` ("encr").
+nonisolated(unsafe) public let kSecAttrCanEncrypt: CFString = "encr"
+/// Apple's `kSecAttrCanDecrypt` ("decr").
+nonisolated(unsafe) public let kSecAttrCanDecrypt: CFString = "decr"
+/// Apple's `kSecAttrCanDerive` ("drve").
+nonisolated(unsafe) public let kSecAttrCanDerive: CFString = "drve"
+/// Apple's `kSecAttrCanSign` ("sign").
+nonisolated(unsafe) public let kSecAttrCanSign: CFString = "sign"
+/// Apple's `kSecAttrCanVerify` ("vrfy").
+nonisolated(unsafe) public let kSecAttrCanVerify: CFString = "vrfy"
+/// Apple's `kSecAttrCanWrap` ("wrap").
+nonisolated(unsafe) public let kSecAttrCanWrap: CFString = "wrap"
+/// Apple's `kSecAttrCanUnwrap` ("unwp").
+nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = "unwp"
+/// Apple's `kSecAttrIsPermanent` ("perm").
+nonisolated(unsafe) public let kSecAttrIsPermanent: CFString = "perm"
+/// Apple's `kSecAttrIsExtractable` ("extr").
+nonisolated(unsafe) public let kSecAttrIsExtractable: CFString = "extr"
+/// Apple's `kSecAttrIsSensitive` ("sens").
+nonisolated(unsafe) public let kSecAttrIsSensitive: CFString = "sens"
+/// Apple's `kSecAttrProtocolFTP` ("ftp ").
+nonisolated(unsafe) public let kSecAttrProtocolFTP: CFString = "ftp "
+/// Apple's `kSecAttrProtocolHTTP` ("http").
+nonisolated(unsafe) public let kSecAttrProtocolHTTP: CFString = "http"
+/// Apple's `kSecAttrProtocolHTTPS` ("htps").
+nonisolated(unsafe) public let kSecAttrProtocolHTTPS: CFString = "htps"
+/// Apple's `kSecAttrProtocolSSH` ("ssh ").
+nonisolated(unsafe) public let kSecAttrProtocolSSH: CFString = "ssh "
+/// Apple's `kSecAttrProtocolIMAP` ("imap").
+nonisolated(unsafe) public let kSecAttrProtocolIMAP: CFString = "imap"
+/// Apple's `kSecAttrProtocolIMAPS` ("imps").
+nonisolated(unsafe) public let kSecAttrProtocolIMAPS: CFString = "imps"
+/// Apple's `kSecAttrProtocolSMTP` ("smtp").
+nonisolated(unsafe) public let kSecAttrProtocolSMTP: CFString = "smtp"
+/// Apple's `kSecAttrProtocolPOP3` ("pop3").
+nonisolated(unsafe) public let kSecAttrProtocolPOP3: CFString = "pop3"
+/// Apple's `kSecAttrProtocolPOP3S` ("pops").
+nonisolated(unsafe) public let kSecAttrProtocolPOP3S: CFString = "pops"
+/// Apple's `kSecAttrProtocolLDAP` ("ldap").
+nonisolated(unsafe) public let kSecAttrProtocolLDAP: CFString = "ldap"
+/// Apple's `kSecAttrProtocolLDAPS` ("ldps").
+nonisolated(unsafe) public let kSecAttrProtocolLDAPS: CFString = "ldps"
+/// Apple's `kSecAttrProtocolSMB` ("smb ").
+nonisolated(unsafe) public let kSecAttrProtocolSMB: CFString = "smb "
+/// Apple's `kSecAttrProtocolFTPS` ("ftps").
+nonisolated(unsafe) public let kSecAttrProtocolFTPS: CFString = "ftps"
+/// Apple's `kSecAttrProtocolTelnet` ("teln").
+nonisolated(unsafe) public let kSecAttrProtocolTelnet: CFString = "teln"
+/// Apple's `kSecAttrProtocolIRC` ("irc ").
+nonisolated(unsafe) public let kSecAttrProtocolIRC: CFString = "irc "
+/// Apple's `kSecAttrProtocolSOCKS` ("sox ").
+nonisolated(unsafe) public let kSecAttrProtocolSOCKS: CFString = "sox "
+/// Apple's `kSecAttrProtocolAFP` ("afp ").
+nonisolated(unsafe) public let kSecAttrProtocolAFP: CFString = "afp "
+/// Apple's `kSecAttrProtocolNNTP` ("nntp").
+nonisolated(unsafe) public let kSecAttrProtocolNNTP: CFString = "nntp"
+/// Apple's `kSecAttrProtocolRTSP` ("rtsp").
+nonisolated(unsafe) public let kSecAttrProtocolRTSP: CFString = "rtsp"
+/// Apple's `kSecAttrAuthenticationTypeDefault` ("dflt").
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeDefault: CFString = "dflt"
+/// Apple's `kSecAttrAuthenticationTypeHTTPBasic` ("http").
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPBasic: CFString = "http"
+/// Apple's `kSecAttrAuthenticationTypeHTTPDigest` ("httd").
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPDigest: CFString = "httd"
+/// Apple's `kSecAttrAuthenticationTypeHTMLForm` ("form").
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTMLForm: CFString = "form"
+/// Apple's `kSecAttrAuthenticationTypeNTLM` ("ntlm").
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeNTLM: CFString = "ntlm"
+/// Apple's `kSecAttrAuthenticationTypeMSN` ("msna").
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeMSN: CFString = "msna"
+/// Apple's `kSecAttrAuthenticationTypeDPA` ("dpaa").
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeDPA: CFString = "dpaa"
+/// Apple's `kSecAttrAuthenticationTypeRPA` ("rpaa").
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeRPA: CFString = "rpaa"

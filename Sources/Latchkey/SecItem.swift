@@ -1,0 +1,76 @@
+import Foundation
+import LatchkeyModel
+import LatchkeyWire
+
+/// Adds an item to the keychain (Apple's `SecItemAdd`). `result`, when given, receives what the
+/// `kSecReturn*` keys ask for.
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    SecItemCall.run(result) { () throws(SecError) in .add(try ValueBridge.dictionary(attributes)) }
+}
+
+/// Returns one or more items that match a query (Apple's `SecItemCopyMatching`).
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    SecItemCall.run(result) { () throws(SecError) in .copyMatching(try ValueBridge.dictionary(query)) }
+}
+
+/// Modifies every item that matches a query (Apple's `SecItemUpdate`).
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+    SecItemCall.run(nil) { () throws(SecError) in
+        .update(query: try ValueBridge.dictionary(query), attributes: try ValueBridge.dictionary(attributesToUpdate))
+    }
+}
+
+/// Deletes every item that matches a query (Apple's `SecItemDelete`). Works while the keychain is locked.
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    SecItemCall.run(nil) { () throws(SecError) in .delete(try ValueBridge.dictionary(query)) }
+}
+
+/// Apple's message for a result code (`SecCopyErrorMessageString`); `reserved` must be nil.
+public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
+    if let message = SecStatus.message(for: status) { return NSString(string: message) }
+    return NSString(string: "OSStatus \(status)")
+}
+
+enum SecItemCall {
+    static func run(_ result: UnsafeMutablePointer<CFTypeRef?>?, _ build: () throws(SecError) -> Request) -> OSStatus {
+        let request: Request
+        do {
+            request = try build()
+        } catch {
+            return error.status
+        }
+        let response = AgentClient.shared.send(request)
+        LastError.record(response)
+        guard response.status == SecStatus.success else { return response.status }
+        if let result {
+            result.pointee = response.value.map(ValueBridge.object)
+        }
+        return SecStatus.success
+    }
+}
+
+/// The agent's detail for the most recent failed call on this thread (which key was wrong, which file
+/// is damaged). An extension for diagnostics; Apple's API has no equivalent.
+public enum LatchkeyDiagnostics {
+    /// The detail of the last failure on the calling thread, if the agent gave one.
+    public static var lastErrorDetail: String? { LastError.current }
+}
+
+enum LastError {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { if let raw = $0 { Unmanaged<NSString>.fromOpaque(raw).release() } }
+        return key
+    }()
+
+    static func record(_ response: Response) {
+        if let old = pthread_getspecific(key) { Unmanaged<NSString>.fromOpaque(old).release() }
+        let value = response.status == SecStatus.success ? nil : response.message
+        pthread_setspecific(key, value.map { Unmanaged.passRetained(NSString(string: $0)).toOpaque() })
+    }
+
+    static var current: String? {
+        guard let raw = pthread_getspecific(key) else { return nil }
+        return Unmanaged<NSString>.fromOpaque(raw).takeUnretainedValue() as String
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import LatchkeyModel
+
+/// Converts between Foundation values (what SecItem callers pass and get back) and `SecValue` (what the
+/// agent speaks), keeping each value's type: Apple's rules treat a CFBoolean, a CFNumber, a CFString and
+/// CFData differently.
+enum ValueBridge {
+    /// A caller's dictionary as a SecItem dictionary; keys must be strings (errSecParam otherwise).
+    static func dictionary(_ object: CFDictionary) throws(SecError) -> SecDictionary {
+        var result: SecDictionary = [:]
+        for (key, value) in object {
+            guard let name = key as? String else { throw .param("dictionary keys must be strings") }
+            result[name] = try secValue(value)
+        }
+        return result
+    }
+
+    /// One Foundation value as a SecValue.
+    static func secValue(_ value: Any) throws(SecError) -> SecValue {
+        if value is Bool || value is NSNumber {
+            let object = value as AnyObject
+            // Booleans bridge to the two CFBoolean singletons; any other NSNumber is a number.
+            if object === kCFBooleanTrue { return .bool(true) }
+            if object === kCFBooleanFalse { return .bool(false) }
+            guard let number = object as? NSNumber else { throw .param("unsupported number") }
+            switch String(cString: number.objCType) {
+            case "d", "f": return .double(number.doubleValue)
+            case "Q", "L": return number.uint64Value > UInt64(Int64.max) ? .double(number.doubleValue) : .int(number.int64Value)
+            default: return .int(number.int64Value)
+            }
+        }
+        switch value {
+        case let string as String:
+            return .string(string)
+        case let data as Data:
+            return .data(Array(data))
+        case let date as Date:
+            return .date(date.timeIntervalSinceReferenceDate)
+        case is NSNull:
+            return .null
+        case let uuid as UUID:
+            return .string(uuid.uuidString)
+        case let array as [Any]:
+            var values: [SecValue] = []
+            for element in array { values.append(try secValue(element)) }
+            return .array(values)
+        case let dictionary as NSDictionary:
+            return .dictionary(try self.dictionary(dictionary))
+        default:
+            throw .param("values of type \(type(of: value)) are not supported")
+        }
+    }
+
+    /// A SecValue as the Foundation object SecItem returns (NSData, NSString, NSNumber, NSDate, ...).
+    static func object(_ value: SecValue) -> AnyObject {
+        switch value {
+        case .string(let s): return NSString(string: s)
+        case .data(let d): return NSData(data: Data(d))
+        case .int(let n): return NSNumber(value: n)
+        case .bool(let b): return b ? kCFBooleanTrue : kCFBooleanFalse
+        case .double(let d): return NSNumber(value: d)
+        case .date(let t): return NSDate(timeIntervalSinceReferenceDate: t)
+        case .array(let values): return NSArray(array: values.map(object))
+        case .dictionary(let entries):
+            let result = NSMutableDictionary(capacity: entries.count)
+            for (key, value) in entries { result[NSString(string: key)] = object(value) }
+            return result
+        case .null: return kCFNull
+        }
+    }
+}

@@ -1,0 +1,107 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LatchkeyCrypto
+import LatchkeyEngine
+import LatchkeyModel
+import LatchkeyWire
+
+/// Maps protocol requests onto the engine. Knows nothing of sockets: the server hands it decoded
+/// requests and the caller's identity, and sends back the response.
+public final class AgentService: Sendable {
+    /// The agent's version, reported by `hello`.
+    public static let version = "0.1.0"
+
+    let keychain: Keychain
+
+    public init(keychain: Keychain) {
+        self.keychain = keychain
+    }
+
+    public func handle(_ request: Request, caller: Caller) -> Response {
+        do {
+            switch request {
+            case .hello:
+                return .ok(.dictionary([
+                    HelloKey.protocolVersion: .int(Int64(Wire.protocolVersion)),
+                    HelloKey.agent: .string(AgentService.version),
+                    HelloKey.pid: .int(Int64(getpid())),
+                ]))
+            case .add(let attributes):
+                return .ok(try keychain.add(attributes, caller: caller))
+            case .copyMatching(let query):
+                return .ok(try keychain.copyMatching(query, caller: caller))
+            case .update(let query, let attributes):
+                try keychain.update(query, attributes, caller: caller)
+                return .ok(nil)
+            case .delete(let query):
+                try keychain.delete(query, caller: caller)
+                return .ok(nil)
+            case .status:
+                return .ok(statusValue())
+            case .create(let password, let options):
+                let (parameters, allowWeak) = try argon2Options(options)
+                try keychain.create(password: password, parameters: parameters, allowWeakParameters: allowWeak)
+                AgentLog.info("created a keychain in \(keychain.location.directory)")
+                return .ok(nil)
+            case .unlock(let password):
+                try keychain.unlock(password: password)
+                AgentLog.info("unlocked by pid \(caller.pid)")
+                return .ok(nil)
+            case .lock(let all):
+                keychain.lock(all: all)
+                AgentLog.info(all ? "locked all password classes (pid \(caller.pid))" : "locked WhenUnlocked classes (pid \(caller.pid))")
+                return .ok(nil)
+            case .changePassword(let old, let new):
+                try keychain.changePassword(old: old, new: new)
+                AgentLog.info("keychain password changed by pid \(caller.pid)")
+                return .ok(nil)
+            }
+        } catch let error as SecError {
+            return Response(status: error.status, value: nil, message: error.detail)
+        } catch {
+            return Response(status: SecStatus.internalComponent, value: nil, message: "\(type(of: error))")
+        }
+    }
+
+    /// Keys of the `status` reply (docs/PROTOCOL.md).
+    func statusValue() -> SecValue {
+        let status = keychain.status()
+        var classes: [String: SecValue] = [:]
+        for (cls, available) in status.available {
+            classes[cls.pdmn] = .string(available ? "unlocked" : "locked")
+        }
+        var value: [String: SecValue] = [
+            "keychain": .string(status.location.directory),
+            "exists": .bool(status.exists),
+            "classes": .dictionary(classes),
+        ]
+        if let problem = status.problem { value["problem"] = .string(problem) }
+        if let argon2 = status.argon2 {
+            value["argon2.t"] = .int(Int64(argon2.timeCost))
+            value["argon2.m"] = .int(Int64(argon2.memoryKiB))
+            value["argon2.p"] = .int(Int64(argon2.parallelism))
+        }
+        return .dictionary(value)
+    }
+
+    private func argon2Options(_ options: SecDictionary) throws(SecError) -> (Argon2Parameters, Bool) {
+        var parameters = Argon2Parameters.default
+        func number(_ key: String) throws(SecError) -> UInt32? {
+            guard let value = options[key] else { return nil }
+            guard case .int(let n) = value, let v = UInt32(exactly: n) else { throw .param("option \(key) must be a number") }
+            return v
+        }
+        if let t = try number("argon2.t") { parameters.timeCost = t }
+        if let m = try number("argon2.m") { parameters.memoryKiB = m }
+        if let p = try number("argon2.p") { parameters.parallelism = p }
+        let allowWeak = options["argon2.allowWeak"] == .bool(true)
+        return (parameters, allowWeak)
+    }
+}
+
+extension Response {
+    static func ok(_ value: SecValue?) -> Response {
+        Response(status: SecStatus.success, value: value, message: nil)
+    }
+}

@@ -1,0 +1,32 @@
+/// Who is calling the engine: the peer of an agent connection, as `SO_PEERCRED` and `/proc` tell it.
+///
+/// Access groups are carried now so that per-application groups can be enforced later without changing
+/// the engine's interface: today every caller of the user's own uid may use every group, and items added
+/// without `kSecAttrAccessGroup` go to `Caller.defaultAccessGroup`.
+public struct Caller: Sendable, Equatable {
+    /// The group items go to when the caller names none.
+    public static let defaultAccessGroup = "default"
+
+    public var uid: UInt32
+    public var pid: Int32
+    /// The caller's executable (`/proc/PID/exe`), when it could be read.
+    public var executable: String?
+    /// The caller's access groups, in order; the first is where new items go.
+    public var accessGroups: [String]
+    /// Whether the caller may use groups outside `accessGroups` (true until per-application groups exist).
+    public var mayUseAnyGroup: Bool
+
+    public init(uid: UInt32, pid: Int32, executable: String? = nil,
+                accessGroups: [String] = [Caller.defaultAccessGroup], mayUseAnyGroup: Bool = true) {
+        self.uid = uid
+        self.pid = pid
+        self.executable = executable
+        self.accessGroups = accessGroups
+        self.mayUseAnyGroup = mayUseAnyGroup
+    }
+
+    /// Whether the caller may read or write items of `group`.
+    public func mayUse(group: String) -> Bool {
+        mayUseAnyGroup || accessGroups.contains(group)
+    }
+}

@@ -1,0 +1,145 @@
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeyWire
+import LatchkeySecrets
+import LatchkeyStore
+
+/// An item in the clear, as the engine works with it between the store and the caller.
+struct OpenItem {
+    var id: Int64
+    var persistentRef: [UInt8]
+    var itemClass: ItemClass
+    var protection: ProtectionClass
+    /// Every attribute, including `pdmn`, `sync`, `agrp`, the dates and defaulted primary-key attributes.
+    var attributes: SecDictionary
+    /// The item key, kept so the secret can be opened lazily (only when `kSecReturnData` asks for it).
+    var itemKey: SecretBytes
+    var row: StoreRow
+}
+
+/// Seals and opens store rows (docs/KEYBAG.md, "Item encryption"), and computes the keyed hashes.
+///
+/// Each item has a fresh 256-bit item key. The key is wrapped with AES-256-GCM under the item's class key;
+/// the attributes and the secret are sealed with AES-256-GCM under the item key. The associated data of
+/// all three blobs binds them to the row's persistent reference, item class and protection class, so a
+/// blob moved to another row, or a row whose class column was edited, fails authentication.
+enum ItemSealer {
+    enum Role: UInt8 {
+        case wrappedKey = 1
+        case metadata = 2
+        case secret = 3
+    }
+
+    static let aadLabel = Array("latchkey item v1".utf8)
+
+    static func aad(_ role: Role, ref: [UInt8], itemClass: ItemClass, protection: ProtectionClass) -> [UInt8] {
+        aadLabel + [role.rawValue] + ref + [itemClass.rawValue, protection.rawValue]
+    }
+
+    /// Seals an item into a new store row.
+    static func seal(
+        ref: [UInt8], itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool,
+        attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: SecretBytes
+    ) throws -> NewRow {
+        let itemKey = try SecureRandom.secret(AES256GCM.keySize)
+        let wrapped = try AES256GCM.seal(itemKey, key: classKey,
+                                         aad: aad(.wrappedKey, ref: ref, itemClass: itemClass, protection: protection))
+        var encoded: [UInt8] = []
+        ValueCodec.encode(.dictionary(attributes), into: &encoded)
+        let metadata = try AES256GCM.seal(encoded, key: itemKey,
+                                          aad: aad(.metadata, ref: ref, itemClass: itemClass, protection: protection))
+        SecretBytes.wipe(&encoded)
+        let sealedSecret = try AES256GCM.seal(secret, key: itemKey,
+                                              aad: aad(.secret, ref: ref, itemClass: itemClass, protection: protection))
+        return NewRow(
+            persistentRef: ref, itemClass: Int(itemClass.rawValue), protection: Int(protection.rawValue),
+            synchronizable: synchronizable,
+            uniqueHash: try uniqueHash(itemClass: itemClass, attributes: attributes, indexKey: indexKey),
+            wrappedKey: wrapped, metadata: metadata, secret: sealedSecret,
+            indexHashes: try indexHashes(itemClass: itemClass, attributes: attributes, indexKey: indexKey))
+    }
+
+    /// Opens a row's item key and attributes. Any authentication failure is errSecDecode: the row was
+    /// damaged or tampered with, and its contents are never returned.
+    static func open(_ row: StoreRow, keys: KeyState) throws(SecError) -> OpenItem {
+        guard let itemClass = ItemClass(rawValue: UInt8(clamping: row.itemClass)),
+              let protection = ProtectionClass(rawValue: UInt8(clamping: row.protection)) else {
+            throw SecError(SecStatus.decode, "item row \(row.id) has an unknown class")
+        }
+        let classKey = try keys.key(for: protection)
+        do {
+            let itemKey = try AES256GCM.openSecret(
+                row.wrappedKey, key: classKey,
+                aad: aad(.wrappedKey, ref: row.persistentRef, itemClass: itemClass, protection: protection))
+            var plain = try AES256GCM.open(
+                row.metadata, key: itemKey,
+                aad: aad(.metadata, ref: row.persistentRef, itemClass: itemClass, protection: protection))
+            defer { SecretBytes.wipe(&plain) }
+            guard case .dictionary(let attributes) = try ValueCodec.decode(plain) else {
+                throw SecError(SecStatus.decode, "item row \(row.id) has malformed attributes")
+            }
+            return OpenItem(id: row.id, persistentRef: row.persistentRef, itemClass: itemClass,
+                            protection: protection, attributes: attributes, itemKey: itemKey, row: row)
+        } catch let error as SecError {
+            throw error
+        } catch {
+            throw SecError(SecStatus.decode, "item row \(row.id) failed authentication (damaged or tampered)")
+        }
+    }
+
+    /// Opens the secret of an opened item.
+    static func openSecret(_ item: OpenItem) throws(SecError) -> [UInt8] {
+        do {
+            return try AES256GCM.open(
+                item.row.secret, key: item.itemKey,
+                aad: aad(.secret, ref: item.persistentRef, itemClass: item.itemClass, protection: item.protection))
+        } catch {
+            throw SecError(SecStatus.decode, "item row \(item.id) secret failed authentication (damaged or tampered)")
+        }
+    }
+
+    // MARK: - Keyed hashes
+
+    /// The hash of one attribute value, as stored in the item index and computed for queries.
+    static func attributeHash(_ spec: AttributeSpec, _ value: SecValue, indexKey: SecretBytes) throws -> [UInt8] {
+        try HMAC.sha256(key: indexKey, [0x41] + AttributeValue.canonicalBytes(spec, value)) // "A"
+    }
+
+    /// The uniqueness hash over the class's primary-key attributes, in schema order.
+    static func uniqueHash(itemClass: ItemClass, attributes: SecDictionary, indexKey: SecretBytes) throws -> [UInt8] {
+        var input: [UInt8] = [0x55, itemClass.rawValue] // "U"
+        for spec in itemClass.primaryKey {
+            let bytes: [UInt8]
+            if let value = attributes[spec.name] {
+                bytes = [1] + AttributeValue.canonicalBytes(spec, value)
+            } else {
+                bytes = [0] + Array(spec.name.utf8)
+            }
+            let n = UInt32(bytes.count)
+            input += [UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+            input += bytes
+        }
+        return try HMAC.sha256(key: indexKey, input)
+    }
+
+    /// The index hashes of every attribute except those kept as plaintext columns (`pdmn`, `sync`).
+    static func indexHashes(itemClass: ItemClass, attributes: SecDictionary, indexKey: SecretBytes) throws -> [[UInt8]] {
+        var hashes: [[UInt8]] = []
+        for (name, value) in attributes where name != SecAttr.accessible && name != SecAttr.synchronizable {
+            guard let spec = itemClass.attribute(name) else { continue }
+            hashes.append(try attributeHash(spec, value, indexKey: indexKey))
+        }
+        return hashes
+    }
+
+    /// Whether an opened item's attributes match every filter of a query (exact canonical equality).
+    static func matches(_ item: OpenItem, _ filters: SecDictionary) -> Bool {
+        for (name, wanted) in filters {
+            guard let spec = item.itemClass.attribute(name), let stored = item.attributes[name],
+                  AttributeValue.canonicalBytes(spec, stored) == AttributeValue.canonicalBytes(spec, wanted) else {
+                return false
+            }
+        }
+        return true
+    }
+}

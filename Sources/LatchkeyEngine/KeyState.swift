@@ -1,0 +1,54 @@
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeySecrets
+
+/// The class keys the engine holds right now, and the index key derived from the AfterFirstUnlock class.
+///
+/// Code that needs plaintext asks for a key and gets `errSecInteractionNotAllowed` when it is not held:
+/// there is no "locked" flag to forget to check. Dropping a key drops the only reference to its
+/// `SecretBytes`, which wipes it.
+struct KeyState {
+    private var classKeys: [ProtectionClass: SecretBytes] = [:]
+    /// HMAC key for the lookup and uniqueness hashes; available exactly while AfterFirstUnlock is.
+    private(set) var indexKey: SecretBytes?
+
+    /// HKDF label of the index key; part of the on-disk format (docs/KEYBAG.md, "Keys below the keybag").
+    static let indexKeyInfo = Array("latchkey index v1".utf8)
+
+    /// The key of a class, or errSecInteractionNotAllowed.
+    func key(for protection: ProtectionClass) throws(SecError) -> SecretBytes {
+        guard let key = classKeys[protection] else { throw SecError.locked }
+        return key
+    }
+
+    /// The index key, or errSecInteractionNotAllowed.
+    func requireIndexKey() throws(SecError) -> SecretBytes {
+        guard let indexKey else { throw SecError.locked }
+        return indexKey
+    }
+
+    func isAvailable(_ protection: ProtectionClass) -> Bool {
+        classKeys[protection] != nil
+    }
+
+    /// Installs unwrapped class keys (from the keybag) and derives the index key when possible.
+    mutating func install(_ keys: [ProtectionClass: SecretBytes]) throws {
+        for (cls, key) in keys { classKeys[cls] = key }
+        if indexKey == nil, let afterFirstUnlock = classKeys[.afterFirstUnlock] {
+            indexKey = try HKDF.sha256(ikm: afterFirstUnlock, salt: [], info: KeyState.indexKeyInfo, count: 32)
+        }
+    }
+
+    /// Drops the WhenUnlocked family (screen lock), or every password-protected key (logout).
+    mutating func drop(all: Bool) {
+        for cls in ProtectionClass.allCases where cls.requiresPassword {
+            if all || cls.isWhenUnlockedFamily { classKeys[cls] = nil }
+        }
+        if classKeys[.afterFirstUnlock] == nil { indexKey = nil }
+    }
+
+    mutating func dropEverything() {
+        classKeys.removeAll()
+        indexKey = nil
+    }
+}

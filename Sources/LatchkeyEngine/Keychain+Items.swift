@@ -1,0 +1,234 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeySecrets
+import LatchkeyStore
+
+extension Keychain {
+    /// SecItemAdd.
+    public func add(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
+        let request = try DictionaryParser.parseAdd(dictionary)
+        return try locked { () throws(SecError) -> SecValue? in
+            let store = try store()
+            let protection = request.protection ?? request.itemClass.defaultProtection
+            let classKey = try keys.key(for: protection)
+            let indexKey = try keys.requireIndexKey()
+
+            var attributes = request.attributes
+            let group = attributes[SecAttr.accessGroup]?.stringValue ?? caller.accessGroups.first ?? Caller.defaultAccessGroup
+            try checkGroup(group, caller)
+            attributes[SecAttr.accessGroup] = .string(group)
+            attributes[SecAttr.accessible] = .string(protection.pdmn)
+            attributes[SecAttr.synchronizable] = .int(request.synchronizable ? 1 : 0)
+            let now = Clock.now()
+            attributes[SecAttr.creationDate] = .date(now)
+            attributes[SecAttr.modificationDate] = .date(now)
+            for spec in request.itemClass.primaryKey where attributes[spec.name] == nil {
+                if let implicit = spec.implicitValue { attributes[spec.name] = implicit }
+            }
+
+            let secret = request.data ?? []
+            let row: NewRow
+            let id: Int64
+            do {
+                let ref = try SecureRandom.bytes(16)
+                row = try ItemSealer.seal(ref: ref, itemClass: request.itemClass, protection: protection,
+                                          synchronizable: request.synchronizable, attributes: attributes,
+                                          secret: secret, classKey: classKey, indexKey: indexKey)
+                id = try store.insert(row)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+            guard !request.returns.isEmpty else { return nil }
+            let item = try ItemSealer.open(
+                StoreRow(id: id, persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
+                         synchronizable: row.synchronizable, uniqueHash: row.uniqueHash, wrappedKey: row.wrappedKey,
+                         metadata: row.metadata, secret: row.secret),
+                keys: keys)
+            return try ResultBuilder.value(for: item, returns: request.returns)
+        }
+    }
+
+    /// SecItemCopyMatching.
+    public func copyMatching(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
+        let query = try DictionaryParser.parseQuery(dictionary, for: .copyMatching)
+        return try locked { () throws(SecError) -> SecValue? in
+            let items = try find(query, caller: caller, limit: query.limit.maximum)
+            guard !items.isEmpty else { throw SecError.notFound }
+            var values: [SecValue] = []
+            for item in items {
+                if let value = try ResultBuilder.value(for: item, returns: query.returns) { values.append(value) }
+            }
+            return query.limit.returnsArray ? .array(values) : values.first
+        }
+    }
+
+    /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing.
+    public func update(_ queryDictionary: SecDictionary, _ changesDictionary: SecDictionary, caller: Caller) throws(SecError) {
+        let query = try DictionaryParser.parseQuery(queryDictionary, for: .update)
+        let changes = try DictionaryParser.parseChanges(changesDictionary, itemClass: query.itemClass)
+        if let group = changes.attributes[SecAttr.accessGroup]?.stringValue { try checkGroup(group, caller) }
+        try locked { () throws(SecError) in
+            let store = try store()
+            let items = try find(query, caller: caller, limit: nil)
+            guard !items.isEmpty else { throw SecError.notFound }
+            do {
+                try store.transaction {
+                    for item in items { try rewrite(item, with: changes, in: store) }
+                }
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+
+    /// SecItemDelete. Works whatever the lock state: matching uses only the plaintext columns and the
+    /// keyed hashes, never an item's class key, exactly as securityd matches on its columns.
+    public func delete(_ dictionary: SecDictionary, caller: Caller) throws(SecError) {
+        let query = try DictionaryParser.parseQuery(dictionary, for: .delete)
+        if let group = query.attributes[SecAttr.accessGroup]?.stringValue { try checkGroup(group, caller) }
+        try locked { () throws(SecError) in
+            let store = try store()
+            do {
+                let ids: [Int64]
+                if let ref = query.persistentRef {
+                    ids = try lookup(ref, in: store).map { [$0.id] } ?? []
+                } else {
+                    // Without the index key the filters cannot be evaluated; refusing is the only answer
+                    // that never deletes the wrong item.
+                    let hashes = try queryHashes(query)
+                    ids = try store.headers(matching: filter(for: query, hashes: hashes, limit: nil)).map(\.id)
+                }
+                guard !ids.isEmpty else { throw SecError.notFound }
+                _ = try store.delete(ids: ids)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+
+    // MARK: - Matching
+
+    /// Finds and opens the items a query matches, in row order. The first matching row whose class key
+    /// is not held ends the search with errSecInteractionNotAllowed, as securityd's scan does.
+    func find(_ query: ItemQuery, caller: Caller, limit: Int?) throws(SecError) -> [OpenItem] {
+        let store = try store()
+        if let group = query.attributes[SecAttr.accessGroup]?.stringValue { try checkGroup(group, caller) }
+        let rows: [StoreRow]
+        do {
+            if let ref = query.persistentRef {
+                rows = try lookup(ref, in: store).map { [$0] } ?? []
+            } else if keys.indexKey == nil && !query.attributes.isEmpty {
+                // Without the index key (before first unlock, or after `lock --all`) no hash can be
+                // computed. Only the classes whose keys are held (the Always classes) can be read at all,
+                // so scan those and match the opened attributes; rows of locked classes cannot be
+                // evaluated and are not visible.
+                var scan = filter(for: query, hashes: [], limit: nil)
+                let held = ProtectionClass.allCases.filter { keys.isAvailable($0) && (query.protection ?? $0) == $0 }
+                scan.protections = held.map { Int($0.rawValue) }
+                rows = try store.rows(matching: scan)
+            } else {
+                rows = try store.rows(matching: filter(for: query, hashes: try queryHashes(query), limit: limit))
+            }
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        var items: [OpenItem] = []
+        for row in rows {
+            let item = try ItemSealer.open(row, keys: keys)
+            // The index found the row by keyed hashes; the opened attributes must agree, or the index was
+            // tampered with and the row is not returned.
+            guard ItemSealer.matches(item, query.attributes) else { continue }
+            items.append(item)
+            if let limit, items.count >= limit { break }
+        }
+        if keys.indexKey == nil, query.persistentRef == nil, !query.attributes.isEmpty, items.count < (limit ?? .max) {
+            // Rows of locked classes could not be evaluated. If any exist, "not found" might be false,
+            // and callers that delete what they cannot read would destroy credentials: say locked.
+            var locked = filter(for: query, hashes: [], limit: 1)
+            locked.protections = ProtectionClass.allCases
+                .filter { !keys.isAvailable($0) && (query.protection ?? $0) == $0 }
+                .map { Int($0.rawValue) }
+            let unknown: Bool
+            do {
+                unknown = try !locked.protections!.isEmpty && !store.headers(matching: locked).isEmpty
+            } catch {
+                throw EngineErrors.map(error)
+            }
+            if unknown { throw SecError.locked }
+        }
+        return items
+    }
+
+    private func queryHashes(_ query: ItemQuery) throws -> [[UInt8]] {
+        guard !query.attributes.isEmpty else { return [] }
+        let indexKey = try keys.requireIndexKey()
+        return try query.attributes.sorted(by: { $0.key < $1.key }).map { name, value in
+            guard let spec = query.itemClass.attribute(name) else { throw SecError.noSuchAttr(name, query.itemClass.name) }
+            return try ItemSealer.attributeHash(spec, value, indexKey: indexKey)
+        }
+    }
+
+    private func filter(for query: ItemQuery, hashes: [[UInt8]], limit: Int?) -> RowFilter {
+        RowFilter(itemClass: Int(query.itemClass.rawValue),
+                  protections: query.protection.map { [Int($0.rawValue)] },
+                  synchronizable: query.synchronizable,
+                  allOfHashes: hashes,
+                  limit: limit)
+    }
+
+    private func lookup(_ ref: PersistentRef, in store: Store) throws -> StoreRow? {
+        // Only UUID references are issued here; a legacy row-id reference can name none of our items.
+        guard let uuid = ref.uuid, let row = try store.row(persistentRef: uuid),
+              row.itemClass == Int(ref.itemClass.rawValue) else { return nil }
+        return row
+    }
+
+    private func checkGroup(_ group: String, _ caller: Caller) throws(SecError) {
+        guard caller.mayUse(group: group) else {
+            throw SecError(SecStatus.missingEntitlement, "access group '\(group)' is not one of the caller's groups")
+        }
+    }
+
+    // MARK: - Update
+
+    private func rewrite(_ item: OpenItem, with changes: AttributeChanges, in store: Store) throws {
+        let protection = changes.protection ?? item.protection
+        let classKey = try keys.key(for: protection)
+        let indexKey = try keys.requireIndexKey()
+        var attributes = item.attributes
+        for (name, value) in changes.attributes { attributes[name] = value }
+        let synchronizable: Bool
+        if let sync = changes.synchronizable {
+            synchronizable = sync
+        } else {
+            synchronizable = item.row.synchronizable
+        }
+        attributes[SecAttr.accessible] = .string(protection.pdmn)
+        attributes[SecAttr.synchronizable] = .int(synchronizable ? 1 : 0)
+        // The modification date is always strictly newer than before, even within one clock tick.
+        var now = Clock.now()
+        if case .date(let previous)? = item.attributes[SecAttr.modificationDate], now <= previous {
+            now = previous.nextUp
+        }
+        attributes[SecAttr.modificationDate] = .date(now)
+        let secret = try changes.data ?? ItemSealer.openSecret(item)
+        let row = try ItemSealer.seal(ref: item.persistentRef, itemClass: item.itemClass, protection: protection,
+                                      synchronizable: synchronizable, attributes: attributes, secret: secret,
+                                      classKey: classKey, indexKey: indexKey)
+        try store.replace(id: item.id, with: row)
+    }
+}
+
+/// Wall-clock time as `CFAbsoluteTime` (seconds since 2001-01-01 UTC).
+enum Clock {
+    static let unixToReferenceDate = 978_307_200.0
+
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) - unixToReferenceDate + Double(ts.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,223 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LatchkeyCrypto
+import LatchkeyKeybag
+import LatchkeyModel
+import LatchkeySecrets
+import LatchkeyStore
+
+/// Where a keychain's files live: the keybag and the SQLite store in one directory
+/// (by default `$XDG_DATA_HOME/latchkey`, chosen by the agent).
+public struct KeychainLocation: Sendable, Equatable {
+    public var directory: String
+    public var keybagPath: String { directory + "/keybag" }
+    public var databasePath: String { directory + "/keychain.db" }
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+}
+
+/// The state of one accessibility class, as `latchkey status` shows it.
+public struct KeychainStatus: Sendable, Equatable {
+    public var location: KeychainLocation
+    public var exists: Bool
+    /// Which class keys are held right now.
+    public var available: [ProtectionClass: Bool]
+    /// Why the keychain cannot be used, when its files are damaged.
+    public var problem: String?
+    public var argon2: Argon2Parameters?
+}
+
+/// The keychain engine: keybag, class-key lock states and the SecItem operations for a caller.
+///
+/// It knows nothing of sockets or buses. All methods are safe to call from several threads: a mutex
+/// serialises access to the key state and the store, and the slow Argon2id derivation runs outside it
+/// so an unlock never blocks other callers.
+public final class Keychain: @unchecked Sendable {
+    public let location: KeychainLocation
+    private var mutex = pthread_mutex_t()
+    var keys = KeyState()
+    private var keybag: Keybag?
+    private var storage: Store?
+    /// A damaged keybag or store: every operation reports it, naming the file. Nothing is overwritten.
+    private var problem: SecError?
+
+    /// Opens the keychain in `location` if it exists. Damaged files are reported by every later call,
+    /// never repaired or replaced.
+    public init(location: KeychainLocation) {
+        self.location = location
+        pthread_mutex_init(&mutex, nil)
+        reload()
+    }
+
+    deinit {
+        pthread_mutex_destroy(&mutex)
+    }
+
+    func locked<T>(_ body: () throws(SecError) -> T) throws(SecError) -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+
+    private func reload() {
+        problem = nil
+        do {
+            guard fileExists(location.keybagPath) else {
+                if fileExists(location.databasePath) {
+                    problem = SecError(SecStatus.invalidKeychain,
+                                       "\(location.databasePath) exists but its keybag \(location.keybagPath) is missing; "
+                                       + "restore the keybag (nothing was changed)")
+                }
+                return
+            }
+            let bag = try Keybag.load(path: location.keybagPath)
+            keybag = bag
+            try keys.install(bag.unlockAlwaysClasses().keys)
+            storage = try Store(path: location.databasePath)
+        } catch {
+            problem = EngineErrors.map(error)
+        }
+    }
+
+    /// The store, or the reason there is none.
+    func store() throws(SecError) -> Store {
+        if let problem { throw problem }
+        guard let storage else {
+            throw SecError(SecStatus.noDefaultKeychain, "no keychain in \(location.directory); create one with 'latchkey init'")
+        }
+        return storage
+    }
+
+    // MARK: - Lifecycle
+
+    /// Creates a keychain protected by `password` and leaves it unlocked.
+    public func create(password: SecretBytes, parameters: Argon2Parameters = .default,
+                       allowWeakParameters: Bool = false) throws(SecError) {
+        try locked { () throws(SecError) in
+            if let problem { throw problem }
+            guard keybag == nil else {
+                throw SecError(SecStatus.duplicateKeychain, "a keychain already exists in \(location.directory)")
+            }
+        }
+        // Argon2id takes a few hundred milliseconds: do it without holding the mutex.
+        let created: (Keybag, ClassKeys)
+        do {
+            created = try Keybag.create(password: password, parameters: parameters,
+                                        allowWeakParameters: allowWeakParameters)
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        try locked { () throws(SecError) in
+            guard keybag == nil else {
+                throw SecError(SecStatus.duplicateKeychain, "a keychain already exists in \(location.directory)")
+            }
+            do {
+                try makeDirectory(location.directory)
+                try created.0.write(to: location.keybagPath)
+                keybag = created.0
+                storage = try Store(path: location.databasePath)
+                try keys.install(created.1.keys)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+
+    /// Derives the master key from `password` and unlocks every password-protected class.
+    /// A wrong password is errSecAuthFailed and changes nothing.
+    public func unlock(password: SecretBytes) throws(SecError) {
+        let bag = try currentKeybag()
+        let master: SecretBytes
+        do {
+            master = try bag.deriveMasterKey(password: password)
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        try unlock(masterKey: master, keybag: bag)
+    }
+
+    /// Unlocks with an already derived master key (the PAM hand-off delivers one).
+    public func unlock(masterKey: SecretBytes) throws(SecError) {
+        try unlock(masterKey: masterKey, keybag: try currentKeybag())
+    }
+
+    private func unlock(masterKey: SecretBytes, keybag bag: Keybag) throws(SecError) {
+        try locked { () throws(SecError) in
+            guard bag == keybag else { throw SecError(SecStatus.authFailed, "the keychain password changed meanwhile") }
+            do {
+                try keys.install(bag.unlockPasswordClasses(masterKey: masterKey).keys)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+
+    /// Drops the WhenUnlocked family of class keys (screen lock), or all password-protected ones (logout).
+    public func lock(all: Bool) {
+        pthread_mutex_lock(&mutex)
+        keys.drop(all: all)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// Re-wraps the class keys under a new password. Items are not re-encrypted. The keybag is replaced
+    /// atomically, so a crash leaves one that opens with the old or the new password.
+    public func changePassword(old: SecretBytes, new: SecretBytes, parameters: Argon2Parameters? = nil,
+                               allowWeakParameters: Bool = false) throws(SecError) {
+        let bag = try currentKeybag()
+        let rewrapped: Keybag
+        do {
+            let master = try bag.deriveMasterKey(password: old)
+            guard bag.verify(masterKey: master) else { throw KeybagError.wrongPassword }
+            rewrapped = try bag.changingPassword(masterKey: master, newPassword: new, parameters: parameters,
+                                                 allowWeakParameters: allowWeakParameters)
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        try locked { () throws(SecError) in
+            guard bag == keybag else { throw SecError(SecStatus.authFailed, "the keychain password changed meanwhile") }
+            do {
+                try rewrapped.write(to: location.keybagPath)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+            keybag = rewrapped
+        }
+    }
+
+    /// The state of the keychain and of every class key.
+    public func status() -> KeychainStatus {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        var available: [ProtectionClass: Bool] = [:]
+        for cls in ProtectionClass.allCases { available[cls] = keys.isAvailable(cls) }
+        return KeychainStatus(location: location, exists: keybag != nil, available: available,
+                              problem: problem?.detail, argon2: keybag?.parameters)
+    }
+
+    private func currentKeybag() throws(SecError) -> Keybag {
+        try locked { () throws(SecError) -> Keybag in
+            _ = try store()
+            guard let keybag else { throw SecError(SecStatus.noDefaultKeychain) }
+            return keybag
+        }
+    }
+}
+
+func fileExists(_ path: String) -> Bool {
+    var st = stat()
+    return lstat(path, &st) == 0
+}
+
+/// Creates `path` and its parents with mode 0700 (existing directories are left as they are).
+func makeDirectory(_ path: String) throws(SecError) {
+    var prefix = path.hasPrefix("/") ? "" : "."
+    for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+        prefix += "/" + component
+        if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+            throw SecError(SecStatus.io, "cannot create directory \(prefix): \(String(cString: strerror(errno)))")
+        }
+    }
+}

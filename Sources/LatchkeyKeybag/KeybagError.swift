@@ -1,0 +1,47 @@
+/// Why a keybag could not be read, unlocked or written.
+///
+/// Descriptions name the file and the problem, never a password, key or file byte, because they are
+/// shown to users and written to the journal.
+public enum KeybagError: Error, Equatable, CustomStringConvertible {
+    /// No file at `path`.
+    case notFound(path: String)
+    /// The file does not start with the keybag magic; it is some other file.
+    case notAKeybag(path: String)
+    /// The file is a keybag but damaged: truncated, checksum mismatch, malformed fields, or a class
+    /// key that does not unwrap although the password verified.
+    case corrupt(path: String, reason: String)
+    /// The file is an intact keybag in a format version this build does not know (written by a
+    /// newer latchkey).
+    case unsupportedVersion(path: String, version: UInt16)
+    /// The password (master key) does not match the keybag's verifier.
+    case wrongPassword
+    /// A system call failed; `errno` is its error number.
+    case io(path: String, errno: Int32)
+    /// Argon2 parameters rejected for a new keybag or password; the string says which rule.
+    case weakParameters(String)
+
+    /// A one-line, secret-free explanation.
+    public var description: String {
+        switch self {
+        case .notFound(let path): "keybag not found: \(path)"
+        case .notAKeybag(let path): "not a latchkey keybag: \(path)"
+        case .corrupt(let path, let reason): "keybag is corrupt (\(reason)): \(path)"
+        case .unsupportedVersion(let path, let version):
+            "keybag format version \(version) is newer than this latchkey supports: \(path)"
+        case .wrongPassword: "wrong keychain password"
+        case .io(let path, let code): "keybag I/O error on \(path): \(KeybagError.errnoText(code)) (errno \(code))"
+        case .weakParameters(let reason): "Argon2 parameters rejected: \(reason)"
+        }
+    }
+
+    private static func errnoText(_ code: Int32) -> String {
+        guard let text = strerror(code) else { return "error" }
+        return String(cString: text)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

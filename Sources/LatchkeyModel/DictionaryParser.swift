@@ -1,0 +1,259 @@
+/// Which SecItem call a query dictionary belongs to; the same key means different things in each.
+public enum QueryOperation: Sendable {
+    case copyMatching
+    case update
+    case delete
+}
+
+/// Parses SecItem dictionaries with securityd's rules (`query_applier` in SecDbQuery.c): four-character
+/// keys are attributes of the class, anything else is dispatched on its first character (`c`lass,
+/// `m`atch, `r`eturn, `u`se, `v`alue; `f` ignored), and every misuse gets Apple's status.
+public enum DictionaryParser {
+    /// securityd's QUERY_KEY_LIMIT.
+    public static let maximumKeys = 128
+
+    /// Parses a SecItemAdd dictionary.
+    public static func parseAdd(_ dictionary: SecDictionary) throws(SecError) -> AddRequest {
+        try checkShape(dictionary)
+        let itemClass = try classOf(dictionary, persistentRef: nil)
+        var request = AddRequest(itemClass: itemClass)
+        for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
+            if isAttributeKey(key) {
+                switch try attribute(key, value, itemClass: itemClass, query: false) {
+                case .attribute(let v): request.attributes[key] = v
+                case .protection(let p): request.protection = p
+                case .synchronizable(let sync): request.synchronizable = sync ?? false
+                case .ignored: break
+                }
+                continue
+            }
+            switch key.first {
+            case "c": continue // the class, already read
+            case "m": throw .param("search key '\(key)' is not allowed in SecItemAdd")
+            case "r": try setReturn(key, value, &request.returns)
+            case "v":
+                switch key {
+                case SecKeys.valueData: request.data = try dataValue(value, key)
+                case SecKeys.valueRef: throw .param("kSecValueRef: no reference type exists for class '\(itemClass.name)'")
+                case SecKeys.valuePersistentRef: throw .param("kSecValuePersistentRef is not allowed in SecItemAdd")
+                default: throw .param("unknown value key '\(key)'")
+                }
+            case "u": try checkUseKey(key, value, allowSkip: false)
+            case "f": continue
+            default: throw .param("unknown key '\(key)'")
+            }
+        }
+        return request
+    }
+
+    /// Parses a query dictionary for SecItemCopyMatching, SecItemUpdate or SecItemDelete.
+    public static func parseQuery(_ dictionary: SecDictionary, for operation: QueryOperation) throws(SecError) -> ItemQuery {
+        try checkShape(dictionary)
+        var persistentRef: PersistentRef?
+        if let refValue = dictionary[SecKeys.valuePersistentRef] {
+            guard case .data(let bytes) = refValue, let ref = PersistentRef(bytes: bytes) else {
+                throw .param("kSecValuePersistentRef is not a persistent reference")
+            }
+            persistentRef = ref
+        }
+        let itemClass = try classOf(dictionary, persistentRef: persistentRef)
+        var query = ItemQuery(itemClass: itemClass, limit: operation == .copyMatching ? .one : .all)
+        query.persistentRef = persistentRef
+        var sawAttribute = false
+        for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
+            if isAttributeKey(key) {
+                if key != SecKeys.useDataProtectionKeychain { sawAttribute = true }
+                switch try attribute(key, value, itemClass: itemClass, query: true) {
+                case .attribute(let v): query.attributes[key] = v
+                case .protection(let p): query.protection = p
+                case .synchronizable(let sync): query.synchronizable = sync
+                case .ignored: break
+                }
+                continue
+            }
+            switch key.first {
+            case "c": continue
+            case "m":
+                guard operation == .copyMatching else {
+                    throw .param("search key '\(key)' is not allowed in \(operation == .update ? "SecItemUpdate" : "SecItemDelete")")
+                }
+                try applyMatchKey(key, value, itemClass: itemClass, &query)
+            case "r":
+                var flags = query.returns
+                try setReturn(key, value, &flags)
+                switch operation {
+                case .copyMatching: query.returns = flags
+                case .update where !flags.isEmpty: throw .param("return key '\(key)' is not allowed in SecItemUpdate")
+                case .update, .delete: continue // ignored by delete, as in securityd
+                }
+            case "v":
+                switch key {
+                case SecKeys.valueData: continue // accepted, never a match criterion
+                case SecKeys.valuePersistentRef: continue // parsed above
+                case SecKeys.valueRef: throw .param("kSecValueRef: no reference type exists for class '\(itemClass.name)'")
+                default: throw .param("unknown value key '\(key)'")
+                }
+            case "u":
+                try checkUseKey(key, value, allowSkip: operation == .copyMatching)
+                if key == SecKeys.useAuthenticationUI, value == .string(SecKeys.useAuthenticationUISkip) {
+                    query.skipAuthenticationUI = true
+                }
+            case "f": continue
+            default: throw .param("unknown key '\(key)'")
+            }
+        }
+        if persistentRef != nil {
+            guard !sawAttribute else { throw .param("kSecValuePersistentRef cannot be combined with attributes") }
+            query.synchronizable = nil // a persistent reference names one item, synchronizable or not
+        }
+        return query
+    }
+
+    /// Parses the `attributesToUpdate` dictionary of SecItemUpdate: attributes of the class and
+    /// `kSecValueData` only; any other key is errSecNoSuchAttr, as in securityd.
+    public static func parseChanges(_ dictionary: SecDictionary, itemClass: ItemClass) throws(SecError) -> AttributeChanges {
+        try checkShape(dictionary)
+        var changes = AttributeChanges()
+        for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
+            if key == SecKeys.valueData {
+                changes.data = try dataValue(value, key)
+            } else if isAttributeKey(key) {
+                switch try attribute(key, value, itemClass: itemClass, query: false) {
+                case .attribute(let v): changes.attributes[key] = v
+                case .protection(let p): changes.protection = p
+                case .synchronizable(let sync): changes.synchronizable = sync ?? false
+                case .ignored: break
+                }
+            } else {
+                throw .noSuchAttr(key, itemClass.name)
+            }
+        }
+        return changes
+    }
+
+    // MARK: - Pieces
+
+    static func checkShape(_ dictionary: SecDictionary) throws(SecError) {
+        guard dictionary.count <= maximumKeys else {
+            throw .param("a SecItem dictionary holds at most \(maximumKeys) keys")
+        }
+        for (key, value) in dictionary where value == .null {
+            throw .param("key '\(key)' has a null value")
+        }
+    }
+
+    static func isAttributeKey(_ key: String) -> Bool {
+        key.utf8.count == 4
+    }
+
+    static func classOf(_ dictionary: SecDictionary, persistentRef: PersistentRef?) throws(SecError) -> ItemClass {
+        guard let value = dictionary[SecKeys.itemClass] else {
+            if let persistentRef { return persistentRef.itemClass }
+            throw .param("kSecClass is missing")
+        }
+        guard case .string(let name) = value else { throw .param("kSecClass must be a string") }
+        if name == SecKeys.classIdentity {
+            throw SecError(SecStatus.unimplemented, "kSecClassIdentity is not supported yet")
+        }
+        guard let itemClass = ItemClass(name: name) else {
+            throw SecError(SecStatus.noSuchClass, "unknown kSecClass '\(name)'")
+        }
+        if let persistentRef, persistentRef.itemClass != itemClass {
+            throw SecError(SecStatus.noSuchClass, "kSecClass does not match the persistent reference's class")
+        }
+        return itemClass
+    }
+
+    /// What a four-character key contributes to a request.
+    enum AttributeOutcome {
+        case attribute(SecValue)
+        case protection(ProtectionClass)
+        /// nil: `kSecAttrSynchronizableAny`.
+        case synchronizable(Bool?)
+        case ignored
+    }
+
+    static func attribute(_ key: String, _ value: SecValue, itemClass: ItemClass, query: Bool) throws(SecError) -> AttributeOutcome {
+        switch key {
+        case SecKeys.useDataProtectionKeychain:
+            return .ignored // kSecUseDataProtectionKeychain: a no-op here, as in securityd
+        case SecAttr.accessible:
+            guard case .string(let pdmn) = value, let cls = ProtectionClass(pdmn: pdmn) else {
+                throw .param("kSecAttrAccessible has an unknown value")
+            }
+            return .protection(cls)
+        case SecAttr.synchronizable:
+            return .synchronizable(try syncValue(value, query: query))
+        case SecAttr.accessControl:
+            throw SecError(SecStatus.unimplemented, "kSecAttrAccessControl is not supported yet")
+        default:
+            guard let spec = itemClass.attribute(key) else { throw .noSuchAttr(key, itemClass.name) }
+            return .attribute(try AttributeValue.coerce(value, for: spec))
+        }
+    }
+
+    static func syncValue(_ value: SecValue, query: Bool) throws(SecError) -> Bool? {
+        switch value {
+        case .bool(let b): return b
+        case .int(0), .string("0"): return false
+        case .int(1), .string("1"): return true
+        case .string(SecKeys.synchronizableAny) where query: return nil
+        default: throw .param("kSecAttrSynchronizable has an invalid value")
+        }
+    }
+
+    static func setReturn(_ key: String, _ value: SecValue, _ flags: inout ReturnFlags) throws(SecError) {
+        guard case .bool(let on) = value else { throw .param("return key '\(key)' must be a boolean") }
+        switch key {
+        case SecKeys.returnData: flags.data = on
+        case SecKeys.returnAttributes: flags.attributes = on
+        case SecKeys.returnRef: flags.ref = on
+        case SecKeys.returnPersistentRef: flags.persistentRef = on
+        default: throw .param("unknown return key '\(key)'")
+        }
+    }
+
+    static func dataValue(_ value: SecValue, _ key: String) throws(SecError) -> [UInt8] {
+        guard case .data(let bytes) = value else { throw .param("'\(key)' must be data") }
+        return bytes
+    }
+
+    static func applyMatchKey(_ key: String, _ value: SecValue, itemClass: ItemClass, _ query: inout ItemQuery) throws(SecError) {
+        switch key {
+        case SecKeys.matchLimit:
+            switch value {
+            case .string(SecKeys.matchLimitOne): query.limit = .one
+            case .string(SecKeys.matchLimitAll): query.limit = .all
+            case .int(let n) where n >= 1: query.limit = .count(Int(clamping: n))
+            default: throw .param("kSecMatchLimit has an invalid value")
+            }
+        case SecKeys.matchCaseInsensitive, SecKeys.matchItemList:
+            return // recorded but not used by securityd: matching is exact
+        case SecKeys.matchPolicy, SecKeys.matchIssuers, SecKeys.matchEmailAddressIfPresent,
+             SecKeys.matchSubjectContains, SecKeys.matchSubjectStartsWith, SecKeys.matchSubjectEndsWith,
+             SecKeys.matchSubjectWholeString, SecKeys.matchTrustedOnly, SecKeys.matchValidOnDate:
+            throw SecError(SecStatus.unimplemented, "'\(key)' applies to certificates and identities only")
+        case SecKeys.matchHostOrSubdomainOfHost:
+            throw SecError(SecStatus.unimplemented, "'\(key)' is not supported yet")
+        default:
+            throw .param("unknown search key '\(key)'")
+        }
+    }
+
+    static func checkUseKey(_ key: String, _ value: SecValue, allowSkip: Bool) throws(SecError) {
+        switch key {
+        case SecKeys.useAuthenticationUI:
+            switch value {
+            case .string(SecKeys.useAuthenticationUIAllow), .string(SecKeys.useAuthenticationUIFail): return
+            case .string(SecKeys.useAuthenticationUISkip) where allowSkip: return
+            default: throw .param("kSecUseAuthenticationUI has an invalid value here")
+            }
+        case SecKeys.useOperationPrompt:
+            guard case .string = value else { throw .param("kSecUseOperationPrompt must be a string") }
+        case SecKeys.useNoAuthenticationUI:
+            guard case .bool = value else { throw .param("kSecUseNoAuthenticationUI must be a boolean") }
+        default:
+            throw .param("use key '\(key)' is not supported")
+        }
+    }
+}

@@ -1,0 +1,43 @@
+/// Errors thrown by `Store`.
+///
+/// Errors about a database file name its path, so a user reading a log can find the file.
+/// They never contain bound values: the store only handles sealed blobs and keyed hashes, but those
+/// still have no business in logs.
+public enum StoreError: Error, Equatable, CustomStringConvertible {
+    /// An insert or replace collided with an existing row: same (item class, unique hash), or the
+    /// same persistent reference.
+    case duplicate
+    /// The file exists but is not a readable SQLite database (not SQLite at all, truncated, or
+    /// failing `PRAGMA quick_check`). The store never overwrites, deletes or "repairs" such a file.
+    case corrupt(path: String, reason: String)
+    /// The file is a valid SQLite database that belongs to something else (its application_id is
+    /// not latchkey's and it already has tables). Left untouched.
+    case notAKeychainDatabase(path: String)
+    /// The database records a migration this build does not know: it was written by a newer
+    /// latchkey. Left untouched, so the newer version keeps working.
+    case newerSchema(path: String, migration: String)
+    /// Any other SQLite failure: the extended result code, SQLite's message, and the SQL text
+    /// that failed (never its bound values).
+    case sqlite(code: Int32, message: String, sql: String?)
+    /// `replace(id:with:)` found no row with that id, persistent reference and item class.
+    case notFound
+
+    /// A one-line, log-safe description.
+    public var description: String {
+        switch self {
+        case .duplicate:
+            return "duplicate item"
+        case let .corrupt(path, reason):
+            return "keychain database \(path) is unreadable or corrupt (\(reason)); it was left untouched"
+        case let .notAKeychainDatabase(path):
+            return "\(path) is an SQLite database that does not belong to latchkey; it was left untouched"
+        case let .newerSchema(path, migration):
+            return "keychain database \(path) was written by a newer latchkey (unknown migration \"\(migration)\"); it was left untouched"
+        case let .sqlite(code, message, sql):
+            let statement = sql.map { " in `\($0)`" } ?? ""
+            return "SQLite error \(code): \(message)\(statement)"
+        case .notFound:
+            return "item not found"
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import LatchkeyModel
+import LatchkeySecrets
+
+/// Request opcodes (docs/PROTOCOL.md, "Requests"). Part of the protocol: never renumber.
+/// 0x30–0x3F are reserved for the PAM key hand-off, 0x40 and up for later use.
+public enum Opcode: UInt8, Sendable, CaseIterable {
+    /// Version and identity check; no body.
+    case hello = 0x01
+    /// `SecItemAdd`.
+    case add = 0x10
+    /// `SecItemCopyMatching`.
+    case copyMatching = 0x11
+    /// `SecItemUpdate`.
+    case update = 0x12
+    /// `SecItemDelete`.
+    case delete = 0x13
+    /// Keychain state; no body.
+    case status = 0x20
+    /// Create the keychain with a password.
+    case create = 0x21
+    /// Unlock the password classes.
+    case unlock = 0x22
+    /// Lock the WhenUnlocked family, or every password class.
+    case lock = 0x23
+    /// Re-wrap the class keys under a new password.
+    case changePassword = 0x24
+}
+
+/// The keys of the `hello` response dictionary.
+public enum HelloKey {
+    /// Int: the agent's protocol version.
+    public static let protocolVersion = "protocol"
+    /// String: the agent's software version.
+    public static let agent = "agent"
+    /// Int: the agent's process id.
+    public static let pid = "pid"
+}
+
+/// One request from a client to the agent.
+///
+/// Passwords are `SecretBytes`: decoded straight from the frame into locked memory. `description` names
+/// only the opcode, so logging a request can leak neither a password nor attribute values.
+public enum Request: Sendable, Equatable, CustomStringConvertible {
+    /// Opcode 0x01.
+    case hello
+    /// Opcode 0x10: the `SecItemAdd` attributes.
+    case add(SecDictionary)
+    /// Opcode 0x11: the `SecItemCopyMatching` query.
+    case copyMatching(SecDictionary)
+    /// Opcode 0x12: the `SecItemUpdate` query and attributes to update.
+    case update(query: SecDictionary, attributes: SecDictionary)
+    /// Opcode 0x13: the `SecItemDelete` query.
+    case delete(SecDictionary)
+    /// Opcode 0x20.
+    case status
+    /// Opcode 0x21: the new keychain's password and options ("argon2.t", "argon2.m", "argon2.p", ...).
+    case create(password: SecretBytes, options: SecDictionary)
+    /// Opcode 0x22.
+    case unlock(password: SecretBytes)
+    /// Opcode 0x23: `all` locks every password class, otherwise only the WhenUnlocked family.
+    case lock(all: Bool)
+    /// Opcode 0x24.
+    case changePassword(old: SecretBytes, new: SecretBytes)
+
+    /// This request's opcode.
+    public var opcode: Opcode {
+        switch self {
+        case .hello: .hello
+        case .add: .add
+        case .copyMatching: .copyMatching
+        case .update: .update
+        case .delete: .delete
+        case .status: .status
+        case .create: .create
+        case .unlock: .unlock
+        case .lock: .lock
+        case .changePassword: .changePassword
+        }
+    }
+
+    /// The opcode's name only; never a password or attribute value.
+    public var description: String { "Request.\(opcode)" }
+
+    /// Compares passwords in constant time, so tests and callers cannot build a timing oracle from it.
+    public static func == (a: Request, b: Request) -> Bool {
+        switch (a, b) {
+        case (.hello, .hello), (.status, .status): true
+        case (.add(let x), .add(let y)), (.copyMatching(let x), .copyMatching(let y)), (.delete(let x), .delete(let y)):
+            x == y
+        case (.update(let q1, let a1), .update(let q2, let a2)): q1 == q2 && a1 == a2
+        case (.create(let p1, let o1), .create(let p2, let o2)): p1.constantTimeEquals(p2) && o1 == o2
+        case (.unlock(let p1), .unlock(let p2)): p1.constantTimeEquals(p2)
+        case (.lock(let x), .lock(let y)): x == y
+        case (.changePassword(let o1, let n1), .changePassword(let o2, let n2)):
+            o1.constantTimeEquals(o2) && n1.constantTimeEquals(n2)
+        default: false
+        }
+    }
+
+    // MARK: Encoding
+
+    /// The payload (version, opcode, body) without the frame length prefix.
+    ///
+    /// The array is allocated once at its exact size, so for create/unlock/changePassword it is the only
+    /// copy of the password outside `SecretBytes`: wipe it with `SecretBytes.wipe(_:)` once written.
+    public func encode() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(encodedSize)
+        out.append(Wire.protocolVersion)
+        out.append(opcode.rawValue)
+        switch self {
+        case .hello, .status:
+            break
+        case .add(let d), .copyMatching(let d), .delete(let d):
+            ValueCodec.encode(.dictionary(d), into: &out)
+        case .update(let query, let attributes):
+            ValueCodec.encode(.dictionary(query), into: &out)
+            ValueCodec.encode(.dictionary(attributes), into: &out)
+        case .create(let password, let options):
+            out.appendSecret(password)
+            ValueCodec.encode(.dictionary(options), into: &out)
+        case .unlock(let password):
+            out.appendSecret(password)
+        case .lock(let all):
+            out.append(all ? 0x01 : 0x00)
+        case .changePassword(let old, let new):
+            out.appendSecret(old)
+            out.appendSecret(new)
+        }
+        assert(out.count == encodedSize, "encodedSize out of step with encode()")
+        return out
+    }
+
+    /// Number of bytes `encode()` produces.
+    public var encodedSize: Int {
+        let header = 2
+        let secretHeader = 4
+        return switch self {
+        case .hello, .status: header
+        case .add(let d), .copyMatching(let d), .delete(let d): header + ValueCodec.encodedSize(.dictionary(d))
+        case .update(let q, let a):
+            header + ValueCodec.encodedSize(.dictionary(q)) + ValueCodec.encodedSize(.dictionary(a))
+        case .create(let p, let o): header + secretHeader + p.count + ValueCodec.encodedSize(.dictionary(o))
+        case .unlock(let p): header + secretHeader + p.count
+        case .lock: header + 1
+        case .changePassword(let o, let n): header + 2 * secretHeader + o.count + n.count
+        }
+    }
+
+    // MARK: Decoding
+
+    /// Decodes a request payload (as `FrameIO.readFrame` returns it), leaving `payload` untouched.
+    ///
+    /// The payload may hold a password; the agent should use `decode(wiping:)` instead.
+    /// Throws `.unsupportedVersion` or `.unknownOpcode` (the agent answers errSecUnimplemented) or
+    /// `.malformed` / `.truncated` (errSecParam).
+    public static func decode(_ payload: [UInt8]) throws(WireError) -> Request {
+        let result = payload.withUnsafeBytes { raw in
+            Result { () throws(WireError) -> Request in try decode(raw) }
+        }
+        return try result.get()
+    }
+
+    /// Decodes a request payload and then wipes `payload` in place, whether or not decoding succeeded.
+    ///
+    /// Passwords are copied straight from the buffer into `SecretBytes`, so after this call the only
+    /// copies live in locked memory. Pass the array `FrameIO.readFrame` returned and keep no other
+    /// reference to it (another reference would make the wipe copy the buffer instead).
+    public static func decode(wiping payload: inout [UInt8]) throws(WireError) -> Request {
+        let result = payload.withUnsafeBytes { raw in
+            Result { () throws(WireError) -> Request in try decode(raw) }
+        }
+        SecretBytes.wipe(&payload)
+        return try result.get()
+    }
+
+    private static func decode(_ raw: UnsafeRawBufferPointer) throws(WireError) -> Request {
+        var reader = WireReader(raw)
+        let version = try reader.u8()
+        guard version == Wire.protocolVersion else { throw .unsupportedVersion(version) }
+        let opcodeByte = try reader.u8()
+        guard let opcode = Opcode(rawValue: opcodeByte) else { throw .unknownOpcode(opcodeByte) }
+        let request: Request
+        switch opcode {
+        case .hello: request = .hello
+        case .status: request = .status
+        case .add: request = .add(try ValueCodec.decodeDictionary(from: &reader))
+        case .copyMatching: request = .copyMatching(try ValueCodec.decodeDictionary(from: &reader))
+        case .delete: request = .delete(try ValueCodec.decodeDictionary(from: &reader))
+        case .update:
+            let query = try ValueCodec.decodeDictionary(from: &reader)
+            request = .update(query: query, attributes: try ValueCodec.decodeDictionary(from: &reader))
+        case .create:
+            let password = try reader.secret()
+            request = .create(password: password, options: try ValueCodec.decodeDictionary(from: &reader))
+        case .unlock:
+            request = .unlock(password: try reader.secret())
+        case .lock:
+            let flags = try reader.u8()
+            // Undefined bits must be zero so a later version can give them a meaning safely.
+            guard flags & ~0x01 == 0 else { throw .malformed("undefined lock flags \(hexByte(flags))") }
+            request = .lock(all: flags & 0x01 != 0)
+        case .changePassword:
+            let old = try reader.secret()
+            request = .changePassword(old: old, new: try reader.secret())
+        }
+        try reader.expectEnd()
+        return request
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+
+/// `latchkey dump-keychain`: every generic and internet password.
+struct DumpKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump-keychain",
+        abstract: "Print every password item.",
+        discussion: """
+            Prints every generic and internet password item, synchronizable or not, in the format of \
+            find-generic-password, separated by blank lines and sorted by service or server, then \
+            account. Passwords are printed only with -d.
+
+            Items of locked classes cannot be read. If some are locked, the items that can be read \
+            are printed, the locked classes are named on standard error, and the exit status is 1 \
+            (errSecInteractionNotAllowed, -25308). An empty keychain prints nothing.
+
+            Examples:
+              latchkey dump-keychain
+              latchkey dump-keychain -d > secrets.txt   # contains every password in clear
+            """)
+
+    @Flag(name: .customShort("d"), help: "Also print each item's password (in clear).")
+    var withPasswords = false
+
+    /// One item to print, with what it is sorted by.
+    struct Entry {
+        var sortKey: [String]
+        var text: String
+    }
+
+    func run() throws {
+        var entries: [Entry] = []
+        var lockedClasses: Set<String> = []
+        for (order, itemClass) in [kSecClassGenericPassword, kSecClassInternetPassword].enumerated() {
+            let (items, locked) = try fetch(itemClass)
+            lockedClasses.formUnion(locked)
+            for attributes in items {
+                let name = (attributes[(order == 0 ? kSecAttrService : kSecAttrServer) as String]).map(ItemPrinter.typed) ?? ""
+                let account = attributes[kSecAttrAccount as String].map(ItemPrinter.typed) ?? ""
+                let secret = withPasswords ? (attributes[kSecValueData as String] as? Data ?? Data()) : nil
+                let text = ItemPrinter.render(itemClass: itemClass as String, attributes: attributes, secret: secret)
+                entries.append(Entry(sortKey: [String(order), name, account, text], text: text))
+            }
+        }
+        entries.sort { $0.sortKey.lexicographicallyPrecedes($1.sortKey) }
+        print(entries.map(\.text).joined(separator: "\n"), terminator: "")
+
+        guard lockedClasses.isEmpty else {
+            let names = Accessibility.allPdmn.filter(lockedClasses.contains)
+                .map { "\(KeychainControl.displayName(pdmn: $0)) (\($0))" }
+            let exitCode = failure("SecItemCopyMatching", errSecInteractionNotAllowed, detail: nil)
+            printError("note: items of these locked classes are not shown: \(names.joined(separator: ", "))")
+            throw exitCode
+        }
+    }
+
+    /// The attributes of every item of a class, and which accessibility classes were locked.
+    ///
+    /// One query first; a locked class anywhere makes SecItemCopyMatching fail as a whole with
+    /// errSecInteractionNotAllowed, so then it asks class by class to show what is readable.
+    func fetch(_ itemClass: CFString) throws(ExitCode) -> ([[String: Any]], Set<String>) {
+        let (status, items) = query(itemClass, accessible: nil)
+        switch status {
+        case errSecSuccess: return (items, [])
+        case errSecItemNotFound: return ([], [])
+        case errSecInteractionNotAllowed: break
+        default: throw secItemFailure("SecItemCopyMatching", status)
+        }
+        var all: [[String: Any]] = []
+        var locked: Set<String> = []
+        for pdmn in Accessibility.allPdmn {
+            let (status, items) = query(itemClass, accessible: pdmn)
+            switch status {
+            case errSecSuccess: all += items
+            case errSecItemNotFound: continue
+            case errSecInteractionNotAllowed: locked.insert(pdmn)
+            default: throw secItemFailure("SecItemCopyMatching", status)
+            }
+        }
+        return (all, locked)
+    }
+
+    /// Every item of `itemClass` (of one accessibility class, if given) with its attributes.
+    func query(_ itemClass: CFString, accessible: String?) -> (OSStatus, [[String: Any]]) {
+        var query = ItemQuery.make(itemClass, [:])
+        query[kSecMatchLimit as String] = kSecMatchLimitAll
+        query[kSecReturnAttributes as String] = kCFBooleanTrue
+        if withPasswords { query[kSecReturnData as String] = kCFBooleanTrue }
+        if let accessible { query[kSecAttrAccessible as String] = accessible }
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        guard status == errSecSuccess else { return (status, []) }
+        let items = (result as? NSArray).map { $0.compactMap(ItemPrinter.dictionary) } ?? []
+        return (status, items)
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import XCTest
+@testable import Latchkey
+import LatchkeySecrets
+
+/// Runs each end-to-end test against a fresh agent in temporary XDG directories: the library starts the
+/// real `latchkeyd` on demand, exactly as it does for users.
+class AgentTestCase: XCTestCase {
+    var runtimeDirectory = ""
+    var dataDirectory = ""
+
+    /// Where `swift build` put the executables (the test bundle sits beside them).
+    static var binDirectory: String {
+        if let dir = ProcessInfo.processInfo.environment["LATCHKEY_BIN_DIR"] { return dir }
+        return Bundle.main.bundleURL.path.hasSuffix(".xctest")
+            ? Bundle.main.bundleURL.deletingLastPathComponent().path
+            : URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+    }
+
+    override func setUpWithError() throws {
+        let base = NSTemporaryDirectory() + "lk-e2e-\(UUID().uuidString.prefix(8))"
+        runtimeDirectory = base + "/run"
+        dataDirectory = base + "/data"
+        try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        setenv("XDG_RUNTIME_DIR", runtimeDirectory, 1)
+        setenv("XDG_DATA_HOME", dataDirectory, 1)
+        setenv("LATCHKEYD", Self.binDirectory + "/latchkeyd", 1)
+        AgentClient.shared.resetConnection()
+    }
+
+    override func tearDown() {
+        stopAgent()
+        AgentClient.shared.resetConnection()
+    }
+
+    /// Creates the keychain with cheap Argon2id parameters (tests only) and password "pw".
+    func createKeychain() throws {
+        try KeychainControl.create(password: SecretBytes(copying: Array("pw".utf8)),
+                                   options: .init(timeCost: 1, memoryKiB: 8192, parallelism: 1, allowWeak: true))
+    }
+
+    /// The agent's pid, from its lock file holder (the pid reported by `hello`).
+    func agentPID() -> pid_t? {
+        let response = AgentClient.shared.send(.hello)
+        guard case .dictionary(let d)? = response.value, case .int(let pid)? = d["pid"] else { return nil }
+        return pid_t(pid)
+    }
+
+    func stopAgent() {
+        if let pid = agentPID() {
+            kill(pid, SIGTERM)
+            waitForExit(pid)
+        }
+    }
+
+    /// Waits until `pid` is gone or a zombie (the daemonised agent is reparented, and PID 1 in a
+    /// container may never reap it).
+    func waitForExit(_ pid: pid_t) {
+        for _ in 0..<200 {
+            guard kill(pid, 0) == 0,
+                  let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")"),
+                  stat[stat.index(close, offsetBy: 2)] != "Z" else { return }
+            usleep(10_000)
+        }
+    }
+
+    /// Runs the `latchkey` command with `input` on stdin; returns exit status, stdout and stderr.
+    @discardableResult
+    func cli(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binDirectory + "/latchkey")
+        process.arguments = arguments
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        try stdin.fileHandleForWriting.close()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+}
+
+/// Quinn's helper from "Calling Security Framework from Swift", as the seed's dumpGenericPasswords()
+/// uses it: runs a SecItem call and throws its status.
+func secCall<Result>(_ body: (_ resultPtr: UnsafeMutablePointer<Result?>) -> OSStatus) throws -> Result {
+    var result: Result? = nil
+    let err = body(&result)
+    guard err == errSecSuccess else {
+        throw NSError(domain: NSOSStatusErrorDomain, code: Int(err), userInfo: nil)
+    }
+    return result!
+}

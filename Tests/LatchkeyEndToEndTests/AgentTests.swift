@@ -1,0 +1,148 @@
+import Foundation
+import XCTest
+@testable import Latchkey
+import LatchkeySecrets
+
+/// The agent as users run it: started on demand, lock states, several clients, crashes.
+final class AgentTests: AgentTestCase {
+    private func add(_ account: String, _ pdmn: CFString = kSecAttrAccessibleWhenUnlocked) -> OSStatus {
+        Self.add(account, pdmn)
+    }
+
+    private func read(_ account: String) -> (OSStatus, String?) {
+        Self.read(account)
+    }
+
+    private static func add(_ account: String, _ pdmn: CFString = kSecAttrAccessibleWhenUnlocked) -> OSStatus {
+        SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "svc", kSecAttrAccount: account,
+                    kSecAttrAccessible: pdmn, kSecValueData: Data("pw-\(account)".utf8)] as NSDictionary, nil)
+    }
+
+    private static func read(_ account: String) -> (OSStatus, String?) {
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "svc",
+                                          kSecAttrAccount: account, kSecReturnData: true] as NSDictionary, &result)
+        return (status, (result as? Data).map { String(decoding: $0, as: UTF8.self) })
+    }
+
+    func testAgentStartsOnDemandAndPrivateDirectory() throws {
+        XCTAssertNotNil(agentPID())
+        XCTAssertEqual(add("a"), errSecNoDefaultKeychain, "no keychain yet")
+        try createKeychain()
+        XCTAssertEqual(add("a"), errSecSuccess)
+        XCTAssertEqual(read("a").1, "pw-a")
+        var st = stat()
+        XCTAssertEqual(lstat(runtimeDirectory + "/latchkey", &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o700)
+        XCTAssertEqual(lstat(runtimeDirectory + "/latchkey/agent.sock", &st), 0)
+        XCTAssertEqual(st.st_mode & S_IFMT, S_IFSOCK)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dataDirectory + "/latchkey/keychain.db"))
+    }
+
+    func testLockStatesThroughTheLibrary() throws {
+        try createKeychain()
+        XCTAssertEqual(add("wu", kSecAttrAccessibleWhenUnlocked), errSecSuccess)
+        XCTAssertEqual(add("afu", kSecAttrAccessibleAfterFirstUnlock), errSecSuccess)
+        try KeychainControl.lock(all: false)
+        XCTAssertEqual(read("wu").0, errSecInteractionNotAllowed)
+        XCTAssertEqual(read("afu").1, "pw-afu", "AfterFirstUnlock items stay usable after lock")
+        XCTAssertEqual(add("wu2"), errSecInteractionNotAllowed)
+        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "wu"] as NSDictionary,
+                                     [kSecAttrLabel: "x"] as NSDictionary), errSecInteractionNotAllowed)
+        let status = try KeychainControl.status()
+        XCTAssertEqual(status.classes.first { $0.pdmn == "ak" }?.unlocked, false)
+        XCTAssertEqual(status.classes.first { $0.pdmn == "ck" }?.unlocked, true)
+        XCTAssertThrowsError(try KeychainControl.unlock(password: SecretBytes(copying: Array("wrong".utf8)))) { error in
+            XCTAssertEqual((error as? KeychainControl.Failure)?.status, errSecAuthFailed)
+        }
+        try KeychainControl.unlock(password: SecretBytes(copying: Array("pw".utf8)))
+        XCTAssertEqual(read("wu").1, "pw-wu")
+        try KeychainControl.lock(all: true)
+        XCTAssertEqual(read("afu").0, errSecInteractionNotAllowed)
+        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked] as NSDictionary),
+                       errSecSuccess, "delete works while locked")
+    }
+
+    func testUnreachableAgentFailsFastWithNotAvailable() throws {
+        setenv("LATCHKEYD", "/nonexistent/latchkeyd", 1)
+        AgentClient.shared.resetConnection()
+        let start = ContinuousClock.now
+        XCTAssertEqual(read("a").0, errSecNotAvailable)
+        XCTAssertLessThan(start.duration(to: .now), .milliseconds(100))
+        XCTAssertEqual(add("a"), errSecNotAvailable)
+    }
+
+    func testAStalledClientDoesNotBlockOthers() throws {
+        try createKeychain()
+        XCTAssertEqual(add("a"), errSecSuccess)
+        // A client that sends half a frame header and then nothing.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array((runtimeDirectory + "/latchkey/agent.sock").utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(connected, 0)
+        var partial: [UInt8] = [0, 0]
+        XCTAssertEqual(send(fd, &partial, 2, 0), 2)
+        defer { close(fd) }
+        let start = ContinuousClock.now
+        XCTAssertEqual(read("a").1, "pw-a")
+        XCTAssertLessThan(start.duration(to: .now), .seconds(1))
+        // An oversized frame is refused before anything is allocated; the agent stays up.
+        var huge: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF]
+        XCTAssertEqual(send(fd, &huge, 4, 0) >= 0, true)
+        XCTAssertEqual(read("a").1, "pw-a")
+    }
+
+    func testConcurrentClients() throws {
+        try createKeychain()
+        final class Failures: @unchecked Sendable {
+            private let lock = NSLock()
+            private(set) var count = 0
+            func record() { lock.lock(); count += 1; lock.unlock() }
+        }
+        let failures = Failures()
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for i in 0..<25 {
+                let account = "w\(worker)-\(i)"
+                let ok = AgentTests.add(account) == errSecSuccess && AgentTests.read(account).1 == "pw-\(account)"
+                if !ok { failures.record() }
+            }
+        }
+        XCTAssertEqual(failures.count, 0)
+    }
+
+    /// Kill the agent with SIGKILL in the middle of a stream of adds: every add that returned success is
+    /// there after the restart, and the store opens cleanly.
+    func testCrashDuringAddsLosesNothingThatSucceeded() throws {
+        try createKeychain()
+        let pid = try XCTUnwrap(agentPID())
+        var succeeded: [String] = []
+        let killer = DispatchQueue(label: "killer")
+        killer.asyncAfter(deadline: .now() + .milliseconds(300)) { kill(pid, SIGKILL) }
+        for i in 0..<5_000 {
+            let account = "crash-\(i)"
+            let status = add(account, kSecAttrAccessibleAfterFirstUnlock)
+            if status == errSecSuccess {
+                succeeded.append(account)
+            } else {
+                break // the agent died mid-stream
+            }
+        }
+        waitForExit(pid)
+        XCTAssertGreaterThan(succeeded.count, 0)
+        XCTAssertLessThan(succeeded.count, 5_000, "the agent should have been killed mid-stream")
+        // The next call starts a new agent, which comes up locked: unlock, then check every success.
+        AgentClient.shared.resetConnection()
+        try KeychainControl.unlock(password: SecretBytes(copying: Array("pw".utf8)))
+        XCTAssertNil(try KeychainControl.status().problem)
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll,
+                                            kSecReturnAttributes: true] as NSDictionary, &result), errSecSuccess)
+        let present = Set(((result as? [[String: Any]]) ?? []).compactMap { $0[kSecAttrAccount as String] as? String })
+        for account in succeeded { XCTAssertTrue(present.contains(account), "\(account) lost") }
+    }
+}
