@@ -23,8 +23,10 @@ struct AddGenericPassword: ParsableCommand {
 
             Examples:
               latchkey add-generic-password -s example.com -a alice -w
-              printf '%s\\n' "$TOKEN" | latchkey add-generic-password -s api.example.com -a ci --password-stdin -U
-              latchkey add-generic-password -s backup -a restic -l "Restic repository" --accessible after-first-unlock -w
+              printf '%s\\n' "$TOKEN" |
+                latchkey add-generic-password -s api.example.com -a ci --password-stdin -U
+              latchkey add-generic-password -s backup -a restic -l "Restic repository" \\
+                --accessible after-first-unlock -w
             """)
 
     @Option(name: .customShort("s"), help: ArgumentHelp("Service name (kSecAttrService).", valueName: "service"))

@@ -22,7 +22,9 @@ struct AddInternetPassword: ParsableCommand {
 
             Examples:
               latchkey add-internet-password -s mail.example.com -a alice -r imps -P 993 -w
-              printf '%s\\n' "$PW" | latchkey add-internet-password -s git.example.com -a bob -r htps --password-stdin -U
+              printf '%s\\n' "$PW" |
+                latchkey add-internet-password -s git.example.com -a bob -r htps \\
+                  --password-stdin -U
             """)
 
     @OptionGroup(title: "Item")
