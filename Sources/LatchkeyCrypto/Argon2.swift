@@ -11,9 +11,9 @@ public struct Argon2Parameters: Sendable, Equatable, Codable {
     /// different key, so it is stored, not chosen per machine.
     public var parallelism: UInt32
 
-    /// Parameters for new keybags: 256 MiB, 3 passes, 2 lanes. Measured at about 0.2 s on the
+    /// Parameters for new keybags: 256 MiB, 3 passes, 2 lanes. Measured at 0.22–0.47 s on the
     /// 2-core reference machine (docs/KEYBAG.md, "Argon2id parameters"), inside the 0.2–0.5 s budget
-    /// for a login-time derivation, with memory well above the 64 MiB floor.
+    /// for a login-time derivation, with memory four times the 64 MiB floor.
     public static let `default` = Argon2Parameters(timeCost: 3, memoryKiB: 262_144, parallelism: 2)
 
     /// The least memory `Keybag.create` accepts unless weak parameters are explicitly allowed
