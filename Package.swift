@@ -27,6 +27,8 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
 
         .target(name: "LatchkeySecrets"),
         .target(name: "LatchkeyCrypto", dependencies: ["LatchkeySecrets", "COpenSSL", "CArgon2"]),
@@ -41,6 +43,9 @@ let package = Package(
         // Frames on a socket and the socket's location; shared by the agent and the public library.
         .target(name: "LatchkeyTransport", dependencies: ["LatchkeyWire", "LatchkeySecrets"]),
         .target(name: "CLatchkeySystem"),
+        // sd-bus (libsystemd): the D-Bus connection wrapper and the screen-lock/sleep watcher. Knows
+        // nothing of keys; the agent turns its events into lock calls.
+        .target(name: "LatchkeyDesktop", dependencies: ["CSystemd"]),
         .target(name: "LatchkeyAgent",
                 dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "CLatchkeySystem"]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
@@ -58,5 +63,8 @@ let package = Package(
         .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
         .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyStore"]),
         .testTarget(name: "LatchkeyEndToEndTests", dependencies: ["Latchkey"]),
+        .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop"]),
+        // Real PAM (pamtester, a test user) against pam/pam_latchkey.so and the built agent; needs root.
+        .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag"]),
     ]
 )

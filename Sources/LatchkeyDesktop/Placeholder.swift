@@ -1,0 +1,2 @@
+// Placeholder: the sd-bus wrapper and screen-lock watcher land here.
+enum LatchkeyDesktopPlaceholder {}
