@@ -62,7 +62,8 @@ let package = Package(
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
         .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
         .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyStore"]),
-        .testTarget(name: "LatchkeyEndToEndTests", dependencies: ["Latchkey"]),
+        .testTarget(name: "LatchkeyEndToEndTests",
+                    dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire"]),
         .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop"]),
         // Real PAM (pamtester, a test user) against pam/pam_latchkey.so and the built agent; needs root.
         .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag"]),

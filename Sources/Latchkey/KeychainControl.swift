@@ -19,9 +19,19 @@ public enum KeychainControl {
         public var problem: String?
         /// Argon2id parameters of the keybag: time cost, memory in KiB, parallelism.
         public var argon2: (t: Int64, m: Int64, p: Int64)?
+        /// Whether the ThisDeviceOnly classes are bound to this machine.
+        public var deviceBound = false
+        /// Whether the agent holds this machine's device factor (from a login through pam_latchkey).
+        public var deviceFactorHeld = false
+        /// Set when the login password and the keychain password are known to differ.
+        public var passwordOutOfStep: String?
+        /// Login sessions announced by pam_latchkey.
+        public var sessions: Int64 = 0
 
         public static func == (a: Status, b: Status) -> Bool {
             a.directory == b.directory && a.exists == b.exists && a.classes == b.classes && a.problem == b.problem
+                && a.deviceBound == b.deviceBound && a.deviceFactorHeld == b.deviceFactorHeld
+                && a.passwordOutOfStep == b.passwordOutOfStep && a.sessions == b.sessions
         }
     }
 
@@ -87,8 +97,13 @@ public enum KeychainControl {
         if case .int(let t)? = d["argon2.t"], case .int(let m)? = d["argon2.m"], case .int(let p)? = d["argon2.p"] {
             argon2 = (t, m, p)
         }
-        return Status(directory: d["keychain"]?.stringValue ?? "?", exists: d["exists"] == .bool(true),
-                      classes: classes, problem: d["problem"]?.stringValue, argon2: argon2)
+        var status = Status(directory: d["keychain"]?.stringValue ?? "?", exists: d["exists"] == .bool(true),
+                            classes: classes, problem: d["problem"]?.stringValue, argon2: argon2)
+        status.deviceBound = d["deviceBound"] == .bool(true)
+        status.deviceFactorHeld = d["deviceFactor"] == .string("held")
+        status.passwordOutOfStep = d["passwordOutOfStep"]?.stringValue
+        if case .int(let n)? = d["sessions"] { status.sessions = n }
+        return status
     }
 
     /// The display name of an accessibility class (`ak` → `WhenUnlocked`).

@@ -13,6 +13,7 @@ public final class AgentService: Sendable {
     public static let version = "0.1.0"
 
     let keychain: Keychain
+    let sessions = SessionTracker()
 
     public init(keychain: Keychain) {
         self.keychain = keychain
@@ -56,6 +57,27 @@ public final class AgentService: Sendable {
                 try keychain.changePassword(old: old, new: new)
                 AgentLog.info("keychain password changed by pid \(caller.pid)")
                 return .ok(nil)
+            case .keyHandoff(let masterKey, let deviceFactor):
+                do {
+                    try keychain.handOff(masterKey: masterKey, deviceFactor: deviceFactor)
+                } catch {
+                    AgentLog.warning("key hand-off from pid \(caller.pid) refused: \(error.detail ?? "status \(error.status)")")
+                    throw error
+                }
+                let status = keychain.status()
+                let deviceNote = status.deviceBound && !status.deviceFactorHeld ? " (ThisDeviceOnly classes still locked)" : ""
+                AgentLog.info("unlocked by a login (pam_latchkey, pid \(caller.pid))\(deviceNote)")
+                return .ok(nil)
+            case .sessionOpen(let token):
+                let count = sessions.open(token)
+                AgentLog.info("login session opened (\(count) open)")
+                return .ok(nil)
+            case .sessionClose(let token):
+                if let remaining = sessions.close(token), remaining == 0 {
+                    keychain.lock(all: true)
+                    AgentLog.info("last login session closed: locked all password classes")
+                }
+                return .ok(nil)
             }
         } catch let error as SecError {
             return Response(status: error.status, value: nil, message: error.detail)
@@ -77,6 +99,10 @@ public final class AgentService: Sendable {
             "classes": .dictionary(classes),
         ]
         if let problem = status.problem { value["problem"] = .string(problem) }
+        value["deviceBound"] = .bool(status.deviceBound)
+        value["deviceFactor"] = .string(status.deviceFactorHeld ? "held" : "missing")
+        if let outOfStep = status.passwordOutOfStep { value["passwordOutOfStep"] = .string(outOfStep) }
+        value["sessions"] = .int(Int64(sessions.count))
         if let argon2 = status.argon2 {
             value["argon2.t"] = .int(Int64(argon2.timeCost))
             value["argon2.m"] = .int(Int64(argon2.memoryKiB))
@@ -103,5 +129,38 @@ public final class AgentService: Sendable {
 extension Response {
     static func ok(_ value: SecValue?) -> Response {
         Response(status: SecStatus.success, value: value, message: nil)
+    }
+}
+
+/// The login sessions pam_latchkey announced. When the last one closes, the password classes are
+/// locked (what logout means). Tokens are random per session; an unknown token is ignored, so a
+/// close from before an agent restart cannot lock a newer session's keys.
+final class SessionTracker: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var tokens: Set<[UInt8]> = []
+
+    init() { pthread_mutex_init(&mutex, nil) }
+    deinit { pthread_mutex_destroy(&mutex) }
+
+    var count: Int {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return tokens.count
+    }
+
+    /// Records a session; returns how many are open.
+    func open(_ token: [UInt8]) -> Int {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        tokens.insert(token)
+        return tokens.count
+    }
+
+    /// Forgets a session; returns how many remain, or nil if the token was unknown.
+    func close(_ token: [UInt8]) -> Int? {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        guard tokens.remove(token) != nil else { return nil }
+        return tokens.count
     }
 }

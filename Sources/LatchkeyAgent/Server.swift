@@ -39,8 +39,9 @@ public final class AgentServer: @unchecked Sendable {
                 usleep(100_000) // e.g. EMFILE: back off instead of spinning
                 continue
             }
-            // The peer is checked before a single byte is read from it.
-            guard let peer = PeerCredentials(fd: fd), peer.uid == getuid() else {
+            // The peer is checked before a single byte is read from it: the user's own processes, and
+            // root (pam_latchkey), which may only hand off keys (Opcode.permittedForRoot).
+            guard let peer = PeerCredentials(fd: fd), peer.uid == getuid() || peer.uid == 0 else {
                 AgentLog.warning("refused a connection from another user")
                 close(fd)
                 continue
@@ -80,7 +81,12 @@ public final class AgentServer: @unchecked Sendable {
             var response: Response
             do {
                 let request = try Request.decode(wiping: &payload)
-                response = service.handle(request, caller: caller)
+                if caller.uid != getuid() && !request.opcode.permittedForRoot {
+                    response = Response(status: SecStatus.authFailed, value: nil,
+                                        message: "uid \(caller.uid) may only hand off keys and open or close sessions")
+                } else {
+                    response = service.handle(request, caller: caller)
+                }
                 if let value = response.value, (try? ValueCodec.validate(value)) == nil
                     || response.encodedSize > Wire.maxResponseFrame {
                     // Too many or too large results for one reply: say so rather than send what the

@@ -18,6 +18,8 @@ enum EngineErrors {
                 return SecError(SecStatus.param, why)
             case .notFound:
                 return SecError(SecStatus.noDefaultKeychain, error.description)
+            case .wrongDevice, .deviceFactorRequired:
+                return SecError(SecStatus.interactionNotAllowed, error.description)
             default:
                 return SecError(SecStatus.invalidKeychain, error.description)
             }

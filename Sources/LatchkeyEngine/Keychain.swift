@@ -13,6 +13,9 @@ public struct KeychainLocation: Sendable, Equatable {
     public var directory: String
     public var keybagPath: String { directory + "/keybag" }
     public var databasePath: String { directory + "/keychain.db" }
+    /// Written by pam_latchkey when the login password changed without the old one (or a login
+    /// succeeded with a password that does not open the keychain); removed when they agree again.
+    public var outOfStepMarkerPath: String { directory + "/password-out-of-step" }
 
     public init(directory: String) {
         self.directory = directory
@@ -28,6 +31,13 @@ public struct KeychainStatus: Sendable, Equatable {
     /// Why the keychain cannot be used, when its files are damaged.
     public var problem: String?
     public var argon2: Argon2Parameters?
+    /// Whether the ThisDeviceOnly classes are bound to this machine (docs/KEYBAG.md "Device binding").
+    public var deviceBound: Bool = false
+    /// Whether the agent holds this machine's device factor (handed over by pam_latchkey).
+    public var deviceFactorHeld: Bool = false
+    /// The first line of the out-of-step marker, when the login password and the keychain password
+    /// are known to differ.
+    public var passwordOutOfStep: String?
 }
 
 /// The keychain engine: keybag, class-key lock states and the SecItem operations for a caller.
@@ -40,6 +50,12 @@ public final class Keychain: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
     var keys = KeyState()
     private var keybag: Keybag?
+    /// Identity of the keybag file `keybag` was read from, to notice a replacement by another
+    /// process (pam_latchkey changing the password, or creating the keybag at first login).
+    private var keybagFileIdentity: FileIdentity?
+    /// The device factor from pam_latchkey, once one has opened this keybag's device classes. Kept
+    /// for the agent's life so `latchkey unlock` can reopen the ThisDeviceOnly classes.
+    private var deviceFactor: SecretBytes?
     private var storage: Store?
     /// A damaged keybag or store: every operation reports it, naming the file. Nothing is overwritten.
     private var problem: SecError?
@@ -73,9 +89,14 @@ public final class Keychain: @unchecked Sendable {
                 }
                 return
             }
+            keybagFileIdentity = FileIdentity(path: location.keybagPath)
             let bag = try Keybag.load(path: location.keybagPath)
             keybag = bag
-            try keys.install(bag.unlockAlwaysClasses().keys)
+            do {
+                try keys.install(bag.unlockAlwaysClasses(deviceFactor: deviceFactor).keys)
+            } catch KeybagError.wrongDevice {
+                try keys.install(bag.unlockAlwaysClasses().keys)
+            }
             storage = try Store(path: location.databasePath)
         } catch {
             problem = EngineErrors.map(error)
@@ -144,11 +165,49 @@ public final class Keychain: @unchecked Sendable {
         try unlock(masterKey: masterKey, keybag: try currentKeybag())
     }
 
+    /// The PAM hand-off: a master key derived from the login password and, when the module could
+    /// read the machine secret, this user's device factor. Unlocks every password class (the
+    /// ThisDeviceOnly ones too, when the factor opens them), binds a keybag that is not yet bound
+    /// to this machine, and keeps the factor for later unlocks. A wrong master key is
+    /// errSecAuthFailed and changes nothing.
+    public func handOff(masterKey: SecretBytes, deviceFactor factor: SecretBytes?) throws(SecError) {
+        var bag = try currentKeybag()
+        guard bag.verify(masterKey: masterKey) else {
+            throw SecError(SecStatus.authFailed, "the login password does not open the keychain")
+        }
+        try locked { () throws(SecError) in
+            guard bag == keybag else { throw SecError(SecStatus.authFailed, "the keychain changed meanwhile") }
+            do {
+                if let factor, !bag.isDeviceBound {
+                    let bound = try bag.binding(masterKey: masterKey, deviceFactor: factor)
+                    try bound.write(to: location.keybagPath)
+                    keybag = bound
+                    keybagFileIdentity = FileIdentity(path: location.keybagPath)
+                    bag = bound
+                }
+                var usable = factor
+                if let candidate = factor {
+                    do {
+                        try keys.install(bag.unlockAlwaysClasses(deviceFactor: candidate).keys)
+                        deviceFactor = candidate
+                    } catch KeybagError.wrongDevice {
+                        usable = deviceFactor  // keep a factor that works, if one was held
+                    }
+                }
+                try keys.install(bag.unlockPasswordClasses(masterKey: masterKey, deviceFactor: usable).keys)
+            } catch let error as SecError {
+                throw error
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+
     private func unlock(masterKey: SecretBytes, keybag bag: Keybag) throws(SecError) {
         try locked { () throws(SecError) in
             guard bag == keybag else { throw SecError(SecStatus.authFailed, "the keychain password changed meanwhile") }
             do {
-                try keys.install(bag.unlockPasswordClasses(masterKey: masterKey).keys)
+                try keys.install(bag.unlockPasswordClasses(masterKey: masterKey, deviceFactor: deviceFactor).keys)
             } catch {
                 throw EngineErrors.map(error)
             }
@@ -167,12 +226,13 @@ public final class Keychain: @unchecked Sendable {
     public func changePassword(old: SecretBytes, new: SecretBytes, parameters: Argon2Parameters? = nil,
                                allowWeakParameters: Bool = false) throws(SecError) {
         let bag = try currentKeybag()
+        let factor = try locked { () throws(SecError) -> SecretBytes? in deviceFactor }
         let rewrapped: Keybag
         do {
             let master = try bag.deriveMasterKey(password: old)
             guard bag.verify(masterKey: master) else { throw KeybagError.wrongPassword }
-            rewrapped = try bag.changingPassword(masterKey: master, newPassword: new, parameters: parameters,
-                                                 allowWeakParameters: allowWeakParameters)
+            rewrapped = try bag.changingPassword(masterKey: master, deviceFactor: factor, newPassword: new,
+                                                 parameters: parameters, allowWeakParameters: allowWeakParameters)
         } catch {
             throw EngineErrors.map(error)
         }
@@ -184,6 +244,10 @@ public final class Keychain: @unchecked Sendable {
                 throw EngineErrors.map(error)
             }
             keybag = rewrapped
+            keybagFileIdentity = FileIdentity(path: location.keybagPath)
+            // The user chose the keychain password deliberately; pam_latchkey re-creates the marker
+            // at the next login if it still differs from the login password.
+            unlink(location.outOfStepMarkerPath)
         }
     }
 
@@ -194,16 +258,67 @@ public final class Keychain: @unchecked Sendable {
         var available: [ProtectionClass: Bool] = [:]
         for cls in ProtectionClass.allCases { available[cls] = keys.isAvailable(cls) }
         return KeychainStatus(location: location, exists: keybag != nil, available: available,
-                              problem: problem?.detail, argon2: keybag?.parameters)
+                              problem: problem?.detail, argon2: keybag?.parameters,
+                              deviceBound: keybag?.isDeviceBound ?? false, deviceFactorHeld: deviceFactor != nil,
+                              passwordOutOfStep: firstLine(of: location.outOfStepMarkerPath))
     }
 
     private func currentKeybag() throws(SecError) -> Keybag {
         try locked { () throws(SecError) -> Keybag in
+            refreshKeybagIfReplaced()
             _ = try store()
             guard let keybag else { throw SecError(SecStatus.noDefaultKeychain) }
             return keybag
         }
     }
+
+    /// Re-reads the keybag when its file was replaced since it was read (mutex held). The class
+    /// keys never change for a keybag id, so keys already held stay valid; a keybag with another id
+    /// is another keychain, and everything held for the old one is dropped.
+    private func refreshKeybagIfReplaced() {
+        let identity = FileIdentity(path: location.keybagPath)
+        guard identity != keybagFileIdentity else { return }
+        if let current = keybag, identity != nil,
+           let replacement = try? Keybag.load(path: location.keybagPath), replacement.id == current.id {
+            keybag = replacement
+            keybagFileIdentity = identity
+            return
+        }
+        keys.dropEverything()
+        keybag = nil
+        storage?.close()
+        storage = nil
+        deviceFactor = nil
+        reload()
+    }
+}
+
+/// Enough of `stat` to tell that a file was replaced (an atomic rename gives a new inode).
+struct FileIdentity: Equatable {
+    var device: UInt64, inode: UInt64, size: Int64, modifiedSeconds: Int, modifiedNanoseconds: Int
+
+    init?(path: String) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        modifiedSeconds = st.st_mtim.tv_sec
+        modifiedNanoseconds = st.st_mtim.tv_nsec
+    }
+}
+
+/// The first line of a small text file (at most 512 bytes read), or nil if there is none.
+func firstLine(of path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 512)
+    let count = read(fd, &buffer, buffer.count)
+    guard count > 0 else { return nil }
+    let line = buffer[0..<count].split(separator: 10, omittingEmptySubsequences: false).first ?? []
+    let text = String(decoding: line, as: UTF8.self)
+    return text.isEmpty ? "the login password and the keychain password differ" : text
 }
 
 func fileExists(_ path: String) -> Bool {

@@ -16,6 +16,33 @@ enum KeyHierarchy {
     /// AES-GCM associated-data prefix for a wrapped class key; keybag id and class byte follow.
     static let wrapAADPrefix = Array("latchkey keybag v1".utf8)
 
+    /// HMAC message prefix of the device factor; uid (u32 big-endian) and keybag id follow.
+    static let deviceFactorLabel = Array("latchkey device factor v1".utf8)
+
+    /// DF = HMAC-SHA256(key = machine secret, "latchkey device factor v1" ‖ uid (u32 BE) ‖ keybag id).
+    ///
+    /// Only root can read the machine secret, so only the PAM module computes DF; binding uid and
+    /// keybag id means one user's factor opens nothing of another user's, even on the same machine.
+    static func deviceFactor(machineSecret: SecretBytes, uid: UInt32, keybagID: [UInt8]) throws -> SecretBytes {
+        var message = deviceFactorLabel
+        message.appendBigEndian(uid)
+        message += keybagID
+        var tag = try HMAC.sha256(key: machineSecret, message)
+        return SecretBytes(consuming: &tag)
+    }
+
+    /// The input keying material of class `c`'s KEK: M (password classes) or S (Always classes),
+    /// followed by DF for the ThisDeviceOnly classes of a device-bound keybag.
+    static func kekInput(for protectionClass: ProtectionClass, base: SecretBytes, deviceFactor: SecretBytes?) -> SecretBytes {
+        guard protectionClass.isThisDeviceOnly, let deviceFactor else { return base }
+        let combined = SecretBytes(count: base.count + deviceFactor.count)
+        combined.withUnsafeMutableBytes { out in
+            base.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            deviceFactor.withUnsafeBytes { (out.baseAddress! + base.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        }
+        return combined
+    }
+
     /// M = Argon2id(password, salt, t, m, p), 32 bytes, version 0x13. The password bytes are used
     /// exactly as given: normalising here would make the C module and this code disagree.
     static func masterKey(password: SecretBytes, salt: [UInt8], parameters: Argon2Parameters) throws -> SecretBytes {

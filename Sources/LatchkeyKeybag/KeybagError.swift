@@ -17,6 +17,12 @@ public enum KeybagError: Error, Equatable, CustomStringConvertible {
     case wrongPassword
     /// A system call failed; `errno` is its error number.
     case io(path: String, errno: Int32)
+    /// The device factor does not open the ThisDeviceOnly classes: the keybag was bound on another
+    /// machine (or for another uid), or the machine secret changed.
+    case wrongDevice(path: String)
+    /// A device-bound keybag's ThisDeviceOnly classes need the device factor, which only the PAM
+    /// module (as root) can compute, and none is held.
+    case deviceFactorRequired(path: String)
     /// Argon2 parameters rejected for a new keybag or password; the string says which rule.
     case weakParameters(String)
 
@@ -31,6 +37,10 @@ public enum KeybagError: Error, Equatable, CustomStringConvertible {
         case .wrongPassword: "wrong keychain password"
         case .io(let path, let code): "keybag I/O error on \(path): \(KeybagError.errnoText(code)) (errno \(code))"
         case .weakParameters(let reason): "Argon2 parameters rejected: \(reason)"
+        case .wrongDevice(let path):
+            "the keychain's ThisDeviceOnly classes belong to another machine or user (the device factor does not open them): \(path)"
+        case .deviceFactorRequired(let path):
+            "the keychain's ThisDeviceOnly classes are bound to this machine and need a login through pam_latchkey first: \(path)"
         }
     }
 

@@ -19,6 +19,8 @@ enum KeybagLayout {
     static let fileSize = checksumOffset + checksumLength                      // 580
     /// Smallest file in any version that has a version field and a checksum trailer.
     static let minimumAnyVersion = 12 + checksumLength
+    /// Flags bit 0: the ThisDeviceOnly classes' KEKs mix in the device factor. Other bits are reserved.
+    static let deviceBoundFlag: UInt16 = 0x0001
 }
 
 extension Keybag {
@@ -28,7 +30,7 @@ extension Keybag {
         out.reserveCapacity(KeybagLayout.fileSize)
         out += KeybagLayout.magic
         out.appendBigEndian(Keybag.formatVersion)
-        out.appendBigEndian(UInt16(0))  // flags: none defined in version 1
+        out.appendBigEndian(isDeviceBound ? KeybagLayout.deviceBoundFlag : 0)
         out += id
         out.appendBigEndian(parameters.timeCost)
         out.appendBigEndian(parameters.memoryKiB)
@@ -71,7 +73,9 @@ extension Keybag {
         guard version == Keybag.formatVersion else { throw KeybagError.unsupportedVersion(path: path, version: version) }
 
         let flags = bytes.bigEndianUInt16(at: KeybagLayout.flagsOffset)
-        guard flags == 0 else { throw KeybagError.corrupt(path: path, reason: "unknown flags \(flags)") }
+        guard flags & ~KeybagLayout.deviceBoundFlag == 0 else {
+            throw KeybagError.corrupt(path: path, reason: "unknown flags \(flags)")
+        }
         let parameters = Argon2Parameters(timeCost: bytes.bigEndianUInt32(at: KeybagLayout.timeCostOffset),
                                           memoryKiB: bytes.bigEndianUInt32(at: KeybagLayout.memoryOffset),
                                           parallelism: bytes.bigEndianUInt32(at: KeybagLayout.parallelismOffset))
@@ -100,7 +104,7 @@ extension Keybag {
                       salt: slice(bytes, KeybagLayout.saltOffset, KeybagLayout.saltLength),
                       verifier: slice(bytes, KeybagLayout.verifierOffset, KeyHierarchy.keyLength),
                       alwaysSeed: slice(bytes, KeybagLayout.seedOffset, KeyHierarchy.keyLength),
-                      wrappedKeys: wrapped, origin: path)
+                      wrappedKeys: wrapped, deviceBound: flags & KeybagLayout.deviceBoundFlag != 0, origin: path)
     }
 
     private static func slice(_ bytes: [UInt8], _ offset: Int, _ count: Int) -> [UInt8] {

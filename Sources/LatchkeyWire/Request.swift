@@ -2,7 +2,7 @@ import LatchkeyModel
 import LatchkeySecrets
 
 /// Request opcodes (docs/PROTOCOL.md, "Requests"). Part of the protocol: never renumber.
-/// 0x30–0x3F are reserved for the PAM key hand-off, 0x40 and up for later use.
+/// 0x30–0x3F are the PAM key hand-off, 0x40 and up are reserved for later use.
 public enum Opcode: UInt8, Sendable, CaseIterable {
     /// Version and identity check; no body.
     case hello = 0x01
@@ -24,6 +24,21 @@ public enum Opcode: UInt8, Sendable, CaseIterable {
     case lock = 0x23
     /// Re-wrap the class keys under a new password.
     case changePassword = 0x24
+    /// pam_latchkey: a master key derived from the login password, and the device factor.
+    case keyHandoff = 0x30
+    /// pam_latchkey: a login session opened.
+    case sessionOpen = 0x31
+    /// pam_latchkey: a login session closed.
+    case sessionClose = 0x32
+
+    /// The opcodes a uid-0 peer (pam_latchkey, running as root) may send; everything else is
+    /// reserved to the user's own processes (docs/PROTOCOL.md "Hand-off").
+    public var permittedForRoot: Bool {
+        switch self {
+        case .hello, .status, .keyHandoff, .sessionOpen, .sessionClose: true
+        default: false
+        }
+    }
 }
 
 /// The keys of the `hello` response dictionary.
@@ -61,6 +76,17 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     case lock(all: Bool)
     /// Opcode 0x24.
     case changePassword(old: SecretBytes, new: SecretBytes)
+    /// Opcode 0x30: master key (32 bytes) and device factor (32 bytes, or nil when the sender has none).
+    case keyHandoff(masterKey: SecretBytes, deviceFactor: SecretBytes?)
+    /// Opcode 0x31: a session token (16 bytes) chosen by pam_latchkey.
+    case sessionOpen(token: [UInt8])
+    /// Opcode 0x32: the token of a session that ended.
+    case sessionClose(token: [UInt8])
+
+    /// Length of the master key and device factor in a key hand-off.
+    public static let handoffKeyLength = 32
+    /// Length of a session token.
+    public static let sessionTokenLength = 16
 
     /// This request's opcode.
     public var opcode: Opcode {
@@ -75,6 +101,9 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         case .unlock: .unlock
         case .lock: .lock
         case .changePassword: .changePassword
+        case .keyHandoff: .keyHandoff
+        case .sessionOpen: .sessionOpen
+        case .sessionClose: .sessionClose
         }
     }
 
@@ -93,6 +122,9 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         case (.lock(let x), .lock(let y)): x == y
         case (.changePassword(let o1, let n1), .changePassword(let o2, let n2)):
             o1.constantTimeEquals(o2) && n1.constantTimeEquals(n2)
+        case (.keyHandoff(let m1, let d1), .keyHandoff(let m2, let d2)):
+            m1.constantTimeEquals(m2) && (d1 == nil) == (d2 == nil) && (d1.map { d2!.constantTimeEquals($0) } ?? true)
+        case (.sessionOpen(let x), .sessionOpen(let y)), (.sessionClose(let x), .sessionClose(let y)): x == y
         default: false
         }
     }
@@ -126,6 +158,11 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         case .changePassword(let old, let new):
             out.appendSecret(old)
             out.appendSecret(new)
+        case .keyHandoff(let master, let factor):
+            out.appendSecret(master)
+            out.appendSecret(factor ?? SecretBytes(count: 0))
+        case .sessionOpen(let token), .sessionClose(let token):
+            out += token
         }
         assert(out.count == encodedSize, "encodedSize out of step with encode()")
         return out
@@ -144,6 +181,8 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         case .unlock(let p): header + secretHeader + p.count
         case .lock: header + 1
         case .changePassword(let o, let n): header + 2 * secretHeader + o.count + n.count
+        case .keyHandoff(let m, let d): header + 2 * secretHeader + m.count + (d?.count ?? 0)
+        case .sessionOpen(let t), .sessionClose(let t): header + t.count
         }
     }
 
@@ -203,6 +242,17 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         case .changePassword:
             let old = try reader.secret()
             request = .changePassword(old: old, new: try reader.secret())
+        case .keyHandoff:
+            let master = try reader.secret()
+            let factor = try reader.secret()
+            guard master.count == handoffKeyLength else { throw .malformed("master key must be 32 bytes") }
+            guard factor.count == 0 || factor.count == handoffKeyLength else {
+                throw .malformed("device factor must be 0 or 32 bytes")
+            }
+            request = .keyHandoff(masterKey: master, deviceFactor: factor.count == 0 ? nil : factor)
+        case .sessionOpen, .sessionClose:
+            let token = Array(try reader.bytes(sessionTokenLength))
+            request = opcode == .sessionOpen ? .sessionOpen(token: token) : .sessionClose(token: token)
         }
         try reader.expectEnd()
         return request

@@ -37,6 +37,19 @@ struct StatusCommand: ParsableCommand {
             let mebibytes = argon2.m % 1024 == 0 ? " (\(argon2.m / 1024) MiB)" : ""
             lines.append("argon2id: memory \(argon2.m) KiB\(mebibytes), time \(argon2.t), parallelism \(argon2.p)")
         }
+        if status.exists {
+            lines.append("device binding: " + (status.deviceBound
+                ? "bound to this machine (ThisDeviceOnly classes need a login through pam_latchkey)"
+                : "not bound (ThisDeviceOnly classes are protected by the password only)"))
+            if status.deviceBound && !status.deviceFactorHeld {
+                lines.append("device factor: missing; log in through pam_latchkey to open the ThisDeviceOnly classes")
+            }
+            if let outOfStep = status.passwordOutOfStep {
+                lines.append("login password: OUT OF STEP: \(outOfStep)")
+                lines.append("  run 'latchkey passwd' to set the keychain password to the login password")
+            }
+            if status.sessions > 0 { lines.append("login sessions: \(status.sessions)") }
+        }
         lines.append("")
         let names = status.classes.map { KeychainControl.displayName(pdmn: $0.pdmn) }
         let width = max(names.map(\.count).max() ?? 0, "CLASS".count)

@@ -95,7 +95,7 @@ final class FormatTests: XCTestCase {
         }
         let entry = { (index: Int) in 121 + index * 61 }
         let cases: [(String, [UInt8])] = [
-            ("flags", edited { $0[11] = 1 }),
+            ("reserved flag bit", edited { $0[11] = 2 }),
             ("time cost 0", edited { $0[28...31] = [0, 0, 0, 0] }),
             ("parallelism 0", edited { $0[36...39] = [0, 0, 0, 0] }),
             ("parallelism 17", edited { $0[36...39] = [0, 0, 0, 17] }),

@@ -16,7 +16,8 @@ final class VectorTests: XCTestCase {
 
     func testVectorFileCoversCheapAndDefaultParameters() throws {
         let vectors = try loadVectors()
-        XCTAssertGreaterThanOrEqual(vectors.count, 2)
+        XCTAssertGreaterThanOrEqual(vectors.count, 3)
+        XCTAssertTrue(vectors.contains { ($0["flags"] as? NSNumber)?.intValue == 1 }, "no device-bound vector")
         let parameters = vectors.map { v in
             Argon2Parameters(timeCost: (v["time_cost"] as! NSNumber).uint32Value,
                              memoryKiB: (v["memory_kib"] as! NSNumber).uint32Value,
@@ -47,8 +48,18 @@ final class VectorTests: XCTestCase {
             nonces[c] = try bytes("nonce_\(c.rawValue)_hex")
         }
         let pw = SecretBytes(copying: passwordBytes)
+        // Device-bound vectors (flags 1): the device factor comes from the machine secret and uid.
+        var factor: SecretBytes?
+        if (v["flags"] as? NSNumber)?.intValue == 1 {
+            let derived = try KeyHierarchy.deviceFactor(machineSecret: SecretBytes(copying: bytes("machine_secret_hex")),
+                                                        uid: (v["uid"] as! NSNumber).uint32Value, keybagID: bytes("id_hex"))
+            XCTAssertEqual(hexString(derived.unsafeCopyToArray()), v["device_factor_hex"] as? String, "\(name): DF")
+            factor = derived
+        }
         let keybag = try Keybag.create(password: pw, parameters: parameters, salt: bytes("salt_hex"), id: bytes("id_hex"),
-                                       alwaysSeed: bytes("always_seed_hex"), classKeys: ClassKeys(keys), nonces: nonces)
+                                       alwaysSeed: bytes("always_seed_hex"), classKeys: ClassKeys(keys), nonces: nonces,
+                                       deviceFactor: factor)
+        XCTAssertEqual(keybag.isDeviceBound, factor != nil)
         XCTAssertEqual(hexString(keybag.serialized()), v["keybag_hex"] as? String, "\(name): keybag file")
 
         let master = try keybag.deriveMasterKey(password: pw)
@@ -56,7 +67,8 @@ final class VectorTests: XCTestCase {
         XCTAssertEqual(hexString(try KeyHierarchy.verifier(masterKey: master)), v["verifier_hex"] as? String, "\(name): V")
         let seed = SecretBytes(copying: try bytes("always_seed_hex"))
         for c in ProtectionClass.allCases {
-            let kek = try KeyHierarchy.kek(for: c, ikm: c.requiresPassword ? master : seed)
+            let kek = try KeyHierarchy.kek(for: c, ikm: KeyHierarchy.kekInput(for: c, base: c.requiresPassword ? master : seed,
+                                                                              deviceFactor: factor))
             XCTAssertEqual(hexString(kek.unsafeCopyToArray()), v["kek_\(c.rawValue)_hex"] as? String, "\(name): KEK \(c)")
             XCTAssertEqual(hexString(keybag.wrappedKeys[c]!), v["wrapped_\(c.rawValue)_hex"] as? String, "\(name): wrapped \(c)")
         }
@@ -65,7 +77,8 @@ final class VectorTests: XCTestCase {
         let parsed = try Keybag.parse(try bytes("keybag_hex"), path: "vector \(name)")
         XCTAssertEqual(parsed, keybag)
         XCTAssertTrue(parsed.verify(masterKey: master))
-        let unlocked = try parsed.unlockPasswordClasses(masterKey: master).merging(parsed.unlockAlwaysClasses())
+        let unlocked = try parsed.unlockPasswordClasses(masterKey: master, deviceFactor: factor)
+            .merging(parsed.unlockAlwaysClasses(deviceFactor: factor))
         XCTAssertEqual(unlocked.classes, ProtectionClass.allCases)
         for c in ProtectionClass.allCases {
             XCTAssertTrue(unlocked[c]!.constantTimeEquals(keys[c]!), "\(name): class key \(c)")

@@ -20,7 +20,29 @@ final class MessageTests: XCTestCase {
             .lock(all: true),
             .lock(all: false),
             .changePassword(old: secret("old"), new: secret("new")),
+            .keyHandoff(masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)),
+                        deviceFactor: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),
+            .keyHandoff(masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)), deviceFactor: nil),
+            .sessionOpen(token: Array(0..<16)),
+            .sessionClose(token: Array(16..<32)),
         ]
+    }
+
+    func testHandoffLayoutAndLengthChecks() throws {
+        let master = [UInt8](repeating: 0xAA, count: 32)
+        let bytes = Request.keyHandoff(masterKey: SecretBytes(copying: master), deviceFactor: nil).encode()
+        XCTAssertEqual(bytes, [0x01, 0x30, 0, 0, 0, 32] + master + [0, 0, 0, 0])
+        // A master key must be exactly 32 bytes, a device factor 0 or 32.
+        for (m, d) in [(31, 0), (33, 0), (0, 0), (32, 16), (32, 33)] {
+            let body = [0x01, 0x30, 0, 0, 0, UInt8(m)] + [UInt8](repeating: 1, count: m)
+                + [0, 0, 0, UInt8(d)] + [UInt8](repeating: 2, count: d)
+            XCTAssertThrowsError(try Request.decode(body), "m=\(m) d=\(d)")
+        }
+        XCTAssertEqual(Request.sessionOpen(token: Array(0..<16)).encode(), [0x01, 0x31] + Array(0..<16))
+        XCTAssertThrowsError(try Request.decode([0x01, 0x31] + Array(0..<15)), "short token")
+        XCTAssertThrowsError(try Request.decode([0x01, 0x32] + Array(0..<17)), "trailing byte")
+        XCTAssertEqual(Set(Opcode.allCases.filter(\.permittedForRoot)),
+                       [.hello, .status, .keyHandoff, .sessionOpen, .sessionClose])
     }
 
     func testEveryRequestRoundTrips() throws {
@@ -97,12 +119,12 @@ final class MessageTests: XCTestCase {
         let version = Response(rejecting: .unsupportedVersion(2))
         XCTAssertEqual(version.status, -4)
         XCTAssertEqual(version.message, "unsupported protocol version 2")
-        XCTAssertEqual(Response(rejecting: .unknownOpcode(0x30)).status, -4)
-        XCTAssertEqual(Response(rejecting: .unknownOpcode(0x30)).message, "unknown opcode 0x30")
+        XCTAssertEqual(Response(rejecting: .unknownOpcode(0x40)).status, -4)
+        XCTAssertEqual(Response(rejecting: .unknownOpcode(0x40)).message, "unknown opcode 0x40")
         XCTAssertEqual(Response(rejecting: .malformed("x")).status, -50)
         XCTAssertEqual(Response(rejecting: .truncated).status, -50)
         XCTAssertFalse(WireError.unsupportedVersion(2).agentKeepsConnection)
-        XCTAssertTrue(WireError.unknownOpcode(0x30).agentKeepsConnection)
+        XCTAssertTrue(WireError.unknownOpcode(0x40).agentKeepsConnection)
         XCTAssertFalse(WireError.malformed("x").agentKeepsConnection)
         XCTAssertFalse(WireError.truncated.agentKeepsConnection)
         XCTAssertFalse(WireError.frameTooLarge(1, limit: 0).agentKeepsConnection)

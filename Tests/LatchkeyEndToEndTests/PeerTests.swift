@@ -1,0 +1,158 @@
+import Foundation
+import XCTest
+@testable import Latchkey
+import LatchkeyKeybag
+import LatchkeySecrets
+import LatchkeyTransport
+import LatchkeyWire
+
+/// SO_PEERCRED: the agent serves its own user, lets root only hand off keys, and refuses everyone else
+/// before reading a byte (docs/PROTOCOL.md §1 "Peer check"). Needs root to act as other users.
+final class PeerTests: AgentTestCase {
+    /// uid/gid of `nobody` on Debian.
+    private let nobody: uid_t = 65534
+
+    private func requireRoot() throws {
+        try XCTSkipUnless(getuid() == 0, "needs root to connect as another user")
+    }
+
+    /// Opens the agent's private directories to everyone, so that only the peer check stands between
+    /// another user and the agent.
+    private func exposeSocket(_ socketPath: String) {
+        var path = (socketPath as NSString).deletingLastPathComponent
+        while path.count > 1 {
+            chmod(path, 0o755)
+            path = (path as NSString).deletingLastPathComponent
+        }
+        chmod(socketPath, 0o777)
+    }
+
+    func testPeerOfAnotherUidIsRefusedBeforeAnyByte() throws {
+        try requireRoot()
+        try createKeychain()
+        let socketPath = AgentEndpoint.current().socketPath
+        exposeSocket(socketPath)
+
+        // Everything the child needs is prepared before fork: it then only makes system calls.
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(socketPath.utf8)
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let hello = [UInt8](Request.hello.encode())
+        let frame: [UInt8] = [0, 0, 0, UInt8(hello.count)] + hello
+        let uid = nobody
+
+        let pid = fork()
+        if pid == 0 {
+            guard setgroups(0, nil) == 0, setgid(uid) == 0, setuid(uid) == 0, getuid() == uid else { _exit(3) }
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard connected == 0 else { _exit(2) }
+            _ = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var byte: UInt8 = 0
+            let received = recv(fd, &byte, 1, 0)
+            _exit(received > 0 ? 1 : 0)  // 0: closed without a byte, as required
+        }
+        XCTAssertGreaterThan(pid, 0)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        let code = (status >> 8) & 0xff
+        XCTAssertEqual(code, 0, code == 1 ? "the agent answered another user" : "child failed before the test (\(code))")
+
+        // The agent is unharmed and still serves its own user.
+        XCTAssertNotNil(agentPID())
+    }
+
+    func testRootMayOnlyHandOffKeys() throws {
+        try requireRoot()
+        // An agent of `nobody`, in directories owned by nobody.
+        let base = NSTemporaryDirectory() + "lk-peer-\(UUID().uuidString.prefix(8))"
+        let runtime = base + "/run", data = base + "/data"
+        for dir in [base, runtime, data] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            chown(dir, nobody, nobody)
+            chmod(dir, dir == base ? 0o755 : 0o700)
+        }
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let asNobody = ["setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups",
+                        "env", "HOME=\(base)", "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(data)",
+                        "LATCHKEYD=\(Self.binDirectory)/latchkeyd", Self.binDirectory + "/latchkey"]
+        let created = try run(asNobody + ["init", "--password-stdin", "--argon2-memory", "64", "--argon2-time", "1"],
+                              input: "pw\n")
+        XCTAssertEqual(created.status, 0, created.err)
+        XCTAssertEqual(try run(asNobody + ["lock", "--all"]).status, 0)
+        defer { _ = try? run(["pkill", "-u", "\(nobody)", "-x", "latchkeyd"]) }
+
+        // Root connects the way pam_latchkey does.
+        let endpoint = AgentEndpoint(directory: runtime + "/latchkey")
+        func ask(_ request: Request) throws -> Response {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                let bytes = Array(endpoint.socketPath.utf8)
+                raw.copyBytes(from: bytes)
+                raw[bytes.count] = 0
+            }
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            XCTAssertEqual(rc, 0, "connect: \(String(cString: strerror(errno)))")
+            try FrameIO.writeFrame(request.encode(), to: fd, deadline: .now + .seconds(5))
+            return try Response.decode(FrameIO.readFrame(from: fd, maxLength: Wire.maxResponseFrame, deadline: .now + .seconds(5)))
+        }
+
+        XCTAssertEqual(try ask(.add(["class": .string("genp"), "acct": .string("x")])).status, errSecAuthFailed)
+        XCTAssertEqual(try ask(.lock(all: true)).status, errSecAuthFailed)
+        XCTAssertEqual(try ask(.unlock(password: SecretBytes(copying: Array("pw".utf8)))).status, errSecAuthFailed)
+        XCTAssertEqual(try ask(.status).status, 0)
+
+        let keybag = try Keybag.load(path: data + "/latchkey/keybag")
+        let wrong = try keybag.deriveMasterKey(password: SecretBytes(copying: Array("guess".utf8)))
+        XCTAssertEqual(try ask(.keyHandoff(masterKey: wrong, deviceFactor: nil)).status, errSecAuthFailed)
+        let master = try keybag.deriveMasterKey(password: SecretBytes(copying: Array("pw".utf8)))
+        XCTAssertEqual(try ask(.keyHandoff(masterKey: master, deviceFactor: nil)).status, 0)
+        let token = [UInt8](repeating: 1, count: 16)
+        XCTAssertEqual(try ask(.sessionOpen(token: token)).status, 0)
+
+        let unlocked = try run(asNobody + ["status"])
+        XCTAssertTrue(unlocked.out.contains("login sessions: 1"), unlocked.out)
+        XCTAssertTrue(unlocked.out.range(of: #"WhenUnlocked\s+ak\s+unlocked"#, options: .regularExpression) != nil, unlocked.out)
+
+        // The last session closing locks every password class.
+        XCTAssertEqual(try ask(.sessionClose(token: token)).status, 0)
+        let locked = try run(asNobody + ["status"])
+        XCTAssertTrue(locked.out.range(of: #"AfterFirstUnlock\s+ck\s+locked"#, options: .regularExpression) != nil, locked.out)
+    }
+
+    /// Runs a command (through PATH) and waits for it with waitpid; returns exit status, stdout and
+    /// stderr. (Foundation's `Process.waitUntilExit` can miss the exit of a child that starts a
+    /// daemon, so this test spawns its commands itself.)
+    private func run(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
+        let scratch = NSTemporaryDirectory() + "lk-run-\(UUID().uuidString.prefix(8))"
+        defer { unlink(scratch + ".in"); unlink(scratch + ".out"); unlink(scratch + ".err") }
+        try Data((input ?? "").utf8).write(to: URL(fileURLWithPath: scratch + ".in"))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, scratch + ".in", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, scratch + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, scratch + ".err", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid = pid_t()
+        let rc = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
+        guard rc == 0 else { throw NSError(domain: NSPOSIXErrorDomain, code: Int(rc)) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let out = (try? String(contentsOfFile: scratch + ".out", encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: scratch + ".err", encoding: .utf8)) ?? ""
+        return ((status >> 8) & 0xff, out, err)
+    }
+}
