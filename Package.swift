@@ -47,7 +47,7 @@ let package = Package(
         // nothing of keys; the agent turns its events into lock calls.
         .target(name: "LatchkeyDesktop", dependencies: ["CSystemd"]),
         .target(name: "LatchkeyAgent",
-                dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "CLatchkeySystem"]),
+                dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop", "CLatchkeySystem"]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets"]),
         .executableTarget(name: "latchkey", dependencies: [
@@ -62,9 +62,12 @@ let package = Package(
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
         .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
         .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyStore"]),
+        // Test helpers shared by test targets (a private dbus-daemon, ...).
+        .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
         .testTarget(name: "LatchkeyEndToEndTests",
-                    dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire"]),
-        .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop"]),
+                    dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDesktop",
+                                   "LatchkeyTestSupport"]),
+        .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop", "LatchkeyTestSupport"]),
         // Real PAM (pamtester, a test user) against pam/pam_latchkey.so and the built agent; needs root.
         .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag"]),
     ]

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyTransport
 import LatchkeyWire
@@ -8,13 +9,21 @@ import LatchkeyWire
 /// `latchkeyd` start-up: options, hardening, daemonising, the readiness signal and the server.
 public enum AgentMain {
     static let usage = """
-        usage: latchkeyd [--keychain DIR] [--daemon] [--version]
+        usage: latchkeyd [--keychain DIR] [--lock-grace SECONDS] [--idle-lock MINUTES] [--no-desktop]
+                         [--daemon] [--version]
 
         The latchkey agent: holds the keychain's class keys and its encrypted store, and serves the
         Latchkey library and the latchkey command over $XDG_RUNTIME_DIR/latchkey/agent.sock.
         Clients start it on demand; see latchkeyd(8).
 
           --keychain DIR  keychain directory (default: $XDG_DATA_HOME/latchkey, or ~/.local/share/latchkey)
+          --lock-grace SECONDS
+                          after the screen locks, drop the WhenUnlocked keys this much later
+                          (default 5, or $LATCHKEY_LOCK_GRACE; 0 = at once)
+          --idle-lock MINUTES
+                          drop the WhenUnlocked keys after this long without keychain use
+                          (default never, or $LATCHKEY_IDLE_LOCK; 0 = never)
+          --no-desktop    do not watch logind and screen savers on D-Bus
           --daemon        detach from the terminal (used when a client starts the agent)
           --version       print the version and exit
 
@@ -23,12 +32,34 @@ public enum AgentMain {
     public static func run(arguments: [String]) -> Never {
         var directory: String?
         var daemon = false
+        var watchDesktop = true
+        var policy = LockPolicy.Settings()
+        if let value = AgentEndpoint.environment("LATCHKEY_LOCK_GRACE") {
+            guard let seconds = Double(value), seconds >= 0, seconds <= 86_400 else { usageError("LATCHKEY_LOCK_GRACE=\(value) is not a number of seconds") }
+            policy.grace = seconds
+        }
+        if let value = AgentEndpoint.environment("LATCHKEY_IDLE_LOCK") {
+            guard let minutes = Double(value), minutes >= 0 else { usageError("LATCHKEY_IDLE_LOCK=\(value) is not a number of minutes") }
+            policy.idleLimit = minutes > 0 ? minutes * 60 : nil
+        }
         var index = 1
         while index < arguments.count {
             switch arguments[index] {
             case "--keychain" where index + 1 < arguments.count:
                 index += 1
                 directory = arguments[index]
+            case "--lock-grace" where index + 1 < arguments.count:
+                index += 1
+                guard let seconds = Double(arguments[index]), seconds >= 0, seconds <= 86_400 else {
+                    usageError("--lock-grace needs a number of seconds")
+                }
+                policy.grace = seconds
+            case "--idle-lock" where index + 1 < arguments.count:
+                index += 1
+                guard let minutes = Double(arguments[index]), minutes >= 0 else { usageError("--idle-lock needs a number of minutes") }
+                policy.idleLimit = minutes > 0 ? minutes * 60 : nil
+            case "--no-desktop":
+                watchDesktop = false
             case "--daemon":
                 daemon = true
             case "--version":
@@ -38,8 +69,7 @@ public enum AgentMain {
                 print(usage, terminator: "")
                 exit(0)
             default:
-                AgentLog.printError("latchkeyd: unknown option '\(arguments[index])'\n\(usage)")
-                exit(64)
+                usageError("unknown option '\(arguments[index])'")
             }
             index += 1
         }
@@ -50,8 +80,10 @@ public enum AgentMain {
         let endpoint = AgentEndpoint.current()
         let server: AgentServer
         let keychain = Keychain(location: location)
+        let lockPolicy = LockPolicy(keychain: keychain, settings: policy)
         do {
-            server = try AgentServer(endpoint: endpoint, keychain: keychain)
+            server = try AgentServer(endpoint: endpoint, keychain: keychain,
+                                     onItemRequest: { lockPolicy.noteUse() })
         } catch let error as ListenerError {
             AgentLog.write(error.alreadyRunning ? .info : .error, error.description)
             exit(error.alreadyRunning ? 0 : 1)
@@ -65,6 +97,20 @@ public enum AgentMain {
         AgentLog.info("listening on \(server.socketPath); keychain \(location.directory)"
                       + (status.exists ? "" : " (not created yet)"))
         if let warning = Hardening.mlockWarning() { AgentLog.warning(warning) }
+        if watchDesktop {
+            // Missing buses are logged once by the watcher and do not stop the agent.
+            desktopWatcher = LockWatcher(onEvent: { lockPolicy.handle($0) }, log: { level, message in
+                switch level {
+                case .debug: break
+                case .info: AgentLog.info(message)
+                case .warning: AgentLog.warning(message)
+                }
+            })
+            // Wait (briefly) until the signal matches are in place, so a lock right after start is seen.
+            if desktopWatcher?.waitUntilReady(timeout: .seconds(2)) == false {
+                AgentLog.warning("the desktop buses did not answer within 2 s; watching them anyway")
+            }
+        }
         signalReady()
         server.run()
     }
@@ -103,6 +149,13 @@ public enum AgentMain {
     }
 
     nonisolated(unsafe) private static var serverForSignals: AgentServer?
+    /// Kept for the process's life.
+    nonisolated(unsafe) private static var desktopWatcher: LockWatcher?
+
+    private static func usageError(_ message: String) -> Never {
+        AgentLog.printError("latchkeyd: \(message)\n\(usage)")
+        exit(64)
+    }
 
     private static func installSignalHandlers(_ server: AgentServer) {
         serverForSignals = server

@@ -14,12 +14,19 @@ public final class AgentService: Sendable {
 
     let keychain: Keychain
     let sessions = SessionTracker()
+    /// Called for every SecItem request (the idle-lock clock).
+    let onItemRequest: @Sendable () -> Void
 
-    public init(keychain: Keychain) {
+    public init(keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {}) {
         self.keychain = keychain
+        self.onItemRequest = onItemRequest
     }
 
     public func handle(_ request: Request, caller: Caller) -> Response {
+        switch request {
+        case .add, .copyMatching, .update, .delete: onItemRequest()
+        default: break
+        }
         do {
             switch request {
             case .hello:

@@ -20,10 +20,11 @@ public final class AgentServer: @unchecked Sendable {
     private let endpoint: AgentEndpoint
     private let connections = AtomicCounter()
 
-    public init(endpoint: AgentEndpoint, keychain: Keychain) throws {
+    public init(endpoint: AgentEndpoint, keychain: Keychain,
+                onItemRequest: @escaping @Sendable () -> Void = {}) throws {
         self.endpoint = endpoint
         self.listener = try Listener.open(endpoint: endpoint)
-        self.service = AgentService(keychain: keychain)
+        self.service = AgentService(keychain: keychain, onItemRequest: onItemRequest)
     }
 
     /// The socket path clients connect to.
@@ -78,9 +79,16 @@ public final class AgentServer: @unchecked Sendable {
                 if error != .closed { AgentLog.info("closing connection from pid \(caller.pid): \(error)") }
                 return
             }
-            var response: Response
+            var response = Response(status: SecStatus.internalComponent, value: nil, message: nil)
+            var decoded: Request?
+            defer {
+                // Item secrets in the request and the response: zero them once the reply is out.
+                decoded?.wipeItemData()
+                response.value?.wipeDataInPlace()
+            }
             do {
                 let request = try Request.decode(wiping: &payload)
+                decoded = request
                 if caller.uid != getuid() && !request.opcode.permittedForRoot {
                     response = Response(status: SecStatus.authFailed, value: nil,
                                         message: "uid \(caller.uid) may only hand off keys and open or close sessions")

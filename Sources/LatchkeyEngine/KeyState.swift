@@ -40,11 +40,15 @@ struct KeyState {
     }
 
     /// Drops the WhenUnlocked family (screen lock), or every password-protected key (logout).
-    mutating func drop(all: Bool) {
+    /// Returns whether any key was held (and so dropped).
+    @discardableResult
+    mutating func drop(all: Bool) -> Bool {
+        var dropped = false
         for cls in ProtectionClass.allCases where cls.requiresPassword {
-            if all || cls.isWhenUnlockedFamily { classKeys[cls] = nil }
+            if all || cls.isWhenUnlockedFamily { dropped = classKeys.removeValue(forKey: cls) != nil || dropped }
         }
         if classKeys[.afterFirstUnlock] == nil { indexKey = nil }
+        return dropped
     }
 
     mutating func dropEverything() {

@@ -215,10 +215,12 @@ public final class Keychain: @unchecked Sendable {
     }
 
     /// Drops the WhenUnlocked family of class keys (screen lock), or all password-protected ones (logout).
-    public func lock(all: Bool) {
+    /// Returns whether any key was held, so callers can tell a lock from a no-op.
+    @discardableResult
+    public func lock(all: Bool) -> Bool {
         pthread_mutex_lock(&mutex)
-        keys.drop(all: all)
-        pthread_mutex_unlock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return keys.drop(all: all)
     }
 
     /// Re-wraps the class keys under a new password. Items are not re-encrypted. The keybag is replaced

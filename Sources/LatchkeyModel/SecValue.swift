@@ -1,3 +1,5 @@
+import LatchkeySecrets
+
 /// A value in a SecItem dictionary, in a form every layer can carry without Foundation.
 ///
 /// The public library converts Core Foundation style values (`NSString`, `Data`, `NSNumber`, `Bool`,
@@ -54,3 +56,27 @@ public enum SecValue: Sendable, Equatable {
 
 /// A SecItem dictionary: keys are the `kSec*` string values ("class", "acct", "m_Limit", ...).
 public typealias SecDictionary = [String: SecValue]
+
+extension SecValue {
+    /// Zeroes, in place, the bytes of every `.data` value reachable from this one: item secrets that
+    /// arrived in a request or leave in a response.
+    ///
+    /// Swift arrays are copy-on-write, so mutating a copy would allocate a fresh buffer and leave the
+    /// original untouched. This writes through the existing storage instead, which every copy shares:
+    /// call it only when no holder needs the bytes any more (the agent does, after a response is sent).
+    public func wipeDataInPlace() {
+        switch self {
+        case .data(let bytes):
+            bytes.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress, raw.count > 0 else { return }
+                SecretBytes.wipe(UnsafeMutableRawPointer(mutating: base), count: raw.count)
+            }
+        case .array(let values):
+            for value in values { value.wipeDataInPlace() }
+        case .dictionary(let dictionary):
+            for value in dictionary.values { value.wipeDataInPlace() }
+        case .string, .int, .bool, .double, .date, .null:
+            break
+        }
+    }
+}

@@ -129,6 +129,20 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Zeroes the item data (`v_Data` and any other data value) this request carries, in place; the
+    /// agent calls it once the response is sent. See `SecValue.wipeDataInPlace()`.
+    public func wipeItemData() {
+        switch self {
+        case .add(let d), .copyMatching(let d), .delete(let d):
+            SecValue.dictionary(d).wipeDataInPlace()
+        case .update(let query, let attributes):
+            SecValue.dictionary(query).wipeDataInPlace()
+            SecValue.dictionary(attributes).wipeDataInPlace()
+        case .hello, .status, .create, .unlock, .lock, .changePassword, .keyHandoff, .sessionOpen, .sessionClose:
+            break  // secrets here are SecretBytes, which wipe themselves
+        }
+    }
+
     // MARK: Encoding
 
     /// The payload (version, opcode, body) without the frame length prefix.

@@ -61,3 +61,16 @@ final class DictionaryParserTests: XCTestCase {
         XCTAssertNil(PersistentRef(bytes: Array("zzzz".utf8) + uuid))
     }
 }
+
+final class WipeTests: XCTestCase {
+    func testWipeReachesSharedStorageOfNestedData() {
+        let secret = (0..<32).map { UInt8($0 + 1) }           // heap storage, as decoded data is
+        let copy = secret                                       // a second holder of the same buffer
+        let value = SecValue.dictionary(["v_Data": .data(secret), "list": .array([.data(copy), .string("kept")])])
+        value.wipeDataInPlace()
+        XCTAssertEqual(secret, [UInt8](repeating: 0, count: 32))
+        XCTAssertEqual(copy, [UInt8](repeating: 0, count: 32))
+        XCTAssertEqual(SecValue.data([]), .data([]), "empty data is left alone")
+        SecValue.data([]).wipeDataInPlace()
+    }
+}

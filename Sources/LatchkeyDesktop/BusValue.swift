@@ -1,0 +1,105 @@
+/// One D-Bus value with its type: what `BusMessage` reads and writes. Containers carry their element
+/// signature so an empty array still has a type.
+///
+/// A dictionary is an array of dictionary entries: `a{sv}` is
+/// `.array(elementType: "{sv}", [.dictEntry(.string("k"), .variant(.boolean(true)))])`; `BusValue.dictionary`
+/// builds one. Unix file descriptors (`h`) are not supported.
+public indirect enum BusValue: Sendable, Equatable {
+    case byte(UInt8)
+    case boolean(Bool)
+    case int16(Int16)
+    case uint16(UInt16)
+    case int32(Int32)
+    case uint32(UInt32)
+    case int64(Int64)
+    case uint64(UInt64)
+    case double(Double)
+    case string(String)
+    case objectPath(String)
+    case signature(String)
+    /// An array whose elements all have the single complete type `elementType`.
+    case array(elementType: String, [BusValue])
+    /// A struct, signature `(…)`.
+    case structure([BusValue])
+    /// A dictionary entry, only valid as the element of an array.
+    case dictEntry(BusValue, BusValue)
+    /// A variant: a value that carries its own signature.
+    case variant(BusValue)
+
+    /// The value's D-Bus signature (one complete type).
+    public var signature: String {
+        switch self {
+        case .byte: "y"
+        case .boolean: "b"
+        case .int16: "n"
+        case .uint16: "q"
+        case .int32: "i"
+        case .uint32: "u"
+        case .int64: "x"
+        case .uint64: "t"
+        case .double: "d"
+        case .string: "s"
+        case .objectPath: "o"
+        case .signature: "g"
+        case .array(let elementType, _): "a" + elementType
+        case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
+        case .dictEntry(let key, let value): "{" + key.signature + value.signature + "}"
+        case .variant: "v"
+        }
+    }
+
+    /// A dictionary (`a{…}`) from key/value pairs, in order.
+    public static func dictionary(keyType: String, valueType: String, _ entries: [(BusValue, BusValue)]) -> BusValue {
+        .array(elementType: "{\(keyType)\(valueType)}", entries.map { .dictEntry($0.0, $0.1) })
+    }
+
+    /// An `as` array.
+    public static func strings(_ values: [String]) -> BusValue {
+        .array(elementType: "s", values.map { .string($0) })
+    }
+}
+
+// Accessors: nil when the value has another type.
+extension BusValue {
+    /// The string of an `s`, `o` or `g` value.
+    public var string: String? {
+        switch self {
+        case .string(let s), .objectPath(let s), .signature(let s): s
+        default: nil
+        }
+    }
+
+    public var bool: Bool? {
+        if case .boolean(let b) = self { b } else { nil }
+    }
+
+    public var uint32: UInt32? {
+        if case .uint32(let u) = self { u } else { nil }
+    }
+
+    /// The elements of an array.
+    public var elements: [BusValue]? {
+        if case .array(_, let items) = self { items } else { nil }
+    }
+
+    /// The fields of a struct.
+    public var fields: [BusValue]? {
+        if case .structure(let fields) = self { fields } else { nil }
+    }
+
+    /// The value inside a variant.
+    public var variantValue: BusValue? {
+        if case .variant(let inner) = self { inner } else { nil }
+    }
+
+    /// The entries of a dictionary with string keys (`a{s…}`); a repeated key keeps its last value.
+    public var stringKeyedEntries: [String: BusValue]? {
+        guard case .array(_, let items) = self else { return nil }
+        var result: [String: BusValue] = [:]
+        for item in items {
+            guard case .dictEntry(let key, let value) = item, let name = key.string else { return nil }
+            result[name] = value
+        }
+        return result
+    }
+}
