@@ -69,6 +69,6 @@ let package = Package(
                                    "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop", "LatchkeyTestSupport"]),
         // Real PAM (pamtester, a test user) against pam/pam_latchkey.so and the built agent; needs root.
-        .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag"]),
+        .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag", "LatchkeyDesktop", "LatchkeyTestSupport"]),
     ]
 )

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLatchkeySystem
 import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyTransport
@@ -30,6 +31,7 @@ public enum AgentMain {
         """
 
     public static func run(arguments: [String]) -> Never {
+        closeInheritedDescriptors()
         var directory: String?
         var daemon = false
         var watchDesktop = true
@@ -151,6 +153,19 @@ public enum AgentMain {
     nonisolated(unsafe) private static var serverForSignals: AgentServer?
     /// Kept for the process's life.
     nonisolated(unsafe) private static var desktopWatcher: LockWatcher?
+
+    /// Closes every descriptor above stderr that is not ours by contract: the readiness pipe and
+    /// systemd's listening sockets. Anything else was leaked by the starter (a client's own pipes),
+    /// and holding it would keep that starter's reader waiting for an EOF that never comes.
+    private static func closeInheritedDescriptors() {
+        var keep: [Int32] = []
+        if let value = AgentEndpoint.environment("LATCHKEY_READY_FD"), let fd = Int32(value), fd > 2 { keep.append(fd) }
+        if AgentEndpoint.environment("LISTEN_PID").flatMap(Int32.init) == getpid(),
+           let count = AgentEndpoint.environment("LISTEN_FDS").flatMap(Int32.init), count > 0, count < 64 {
+            keep += (0..<count).map { 3 + $0 }
+        }
+        latchkey_close_inherited_fds(keep, Int32(keep.count))
+    }
 
     private static func usageError(_ message: String) -> Never {
         AgentLog.printError("latchkeyd: \(message)\n\(usage)")

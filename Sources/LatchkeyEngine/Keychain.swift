@@ -185,7 +185,9 @@ public final class Keychain: @unchecked Sendable {
                     keybagFileIdentity = FileIdentity(path: location.keybagPath)
                     bag = bound
                 }
-                var usable = factor
+                // Without a factor in this hand-off (a screen locker runs as the user and cannot read
+                // the machine secret), the one held since the login serves.
+                var usable = factor ?? deviceFactor
                 if let candidate = factor {
                     do {
                         try keys.install(bag.unlockAlwaysClasses(deviceFactor: candidate).keys)

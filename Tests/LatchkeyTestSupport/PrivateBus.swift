@@ -7,10 +7,13 @@ public final class PrivateBus {
     public let directory: String
     private let process: Process
 
-    public init(system: Bool, socketName: String? = nil) throws {
+    /// - Parameters:
+    ///   - socketPath: where to listen (default: a socket in a fresh temporary directory).
+    ///   - allowAnyUser: let every uid connect (a root test process serving a user's session bus).
+    public init(system: Bool, socketName: String? = nil, socketPath: String? = nil, allowAnyUser: Bool = false) throws {
         directory = NSTemporaryDirectory() + "lkdesk-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let socket = directory + "/" + (socketName ?? (system ? "system.sock" : "session.sock"))
+        let socket = socketPath ?? (directory + "/" + (socketName ?? (system ? "system.sock" : "session.sock")))
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -18,7 +21,7 @@ public final class PrivateBus {
               <type>\(system ? "system" : "session")</type>
               <listen>unix:path=\(socket)</listen>
               <auth>EXTERNAL</auth>
-              <policy context="default">
+              <policy context="default">\(allowAnyUser ? "\n    <allow user=\"*\"/>" : "")
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>
                 <allow own="*"/>

@@ -16,3 +16,7 @@ int latchkey_accept_cloexec(int fd);
 
 /* The soft RLIMIT_MEMLOCK, in bytes (or -1). */
 long long latchkey_memlock_limit(void);
+
+/* Closes every descriptor from 3 up except the `count` ones in `keep` (inherited by accident from
+ * whatever started the agent: a pipe left open would keep that program waiting for EOF forever). */
+void latchkey_close_inherited_fds(const int *keep, int count);

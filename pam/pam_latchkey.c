@@ -1,0 +1,828 @@
+/* pam_latchkey: unlocks the latchkey keychain with the login password.
+ *
+ * auth     derives the master key M from PAM_AUTHTOK and the user's keybag (read as the user),
+ *          checks it against the verifier, and keeps only M and the device factor DF (pam_set_data);
+ *          a running agent (a screen locker authenticating) gets them at once.
+ * session  hands M and DF to the agent, starting it as the user when none runs, registers the
+ *          session with a random token, and unregisters it on close.
+ * password re-wraps the password classes under the new password (same class keys), as the user.
+ *
+ * The module never authenticates anyone and never fails a login: every problem is logged and
+ * answered with PAM_IGNORE. It never keeps the password; every copy of a key is wiped. */
+#include "latchkey.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+
+#define PUBLIC __attribute__((visibility("default")))
+
+#ifndef LATCHKEYD
+#define LATCHKEYD "/usr/local/bin/latchkeyd"
+#endif
+#define DEFAULT_KEYCHAIN "%h/.local/share/latchkey"
+#define DEFAULT_MACHINE_SECRET "/var/lib/latchkey/machine-secret"
+#define DATA_KEY "pam_latchkey_key"
+#define DATA_TOKEN "pam_latchkey_session"
+
+enum { PATH_CAP = 4096, JOB_OUT_CAP = 4096, DROP_FAILED = 250 };
+enum { DEFAULT_T = 3, DEFAULT_M = 262144, DEFAULT_P = 2 };
+
+#define LOG(c, prio, ...) pam_syslog((c)->pamh, LOG_AUTHPRIV | (prio), __VA_ARGS__)
+#define DEBUG(c, ...) do { if ((c)->opt.debug) LOG(c, LOG_DEBUG, __VA_ARGS__); } while (0)
+
+struct options {
+	int debug, auto_create, allow_weak;
+	uint32_t t, m, p;
+	const char *keychain, *agent, *runtime_dir, *machine_secret;
+};
+
+/* What auth leaves for the session (pam_set_data): M and DF, never the password. */
+enum stash_state { STASH_NONE, STASH_VERIFIED, STASH_MISMATCH, STASH_CREATE };
+struct stash {
+	int state, has_df, delivered; /* delivered: a running agent took M at auth; M is wiped */
+	uint8_t master[LK_KEY_LEN], df[LK_KEY_LEN];
+	uint8_t salt[LK_SALT_LEN]; /* STASH_CREATE: M was derived with this salt and t, m, p */
+	uint32_t t, m, p;
+};
+
+struct ctx {
+	pam_handle_t *pamh;
+	struct options opt;
+	struct lk_user user;
+	char *pwbuf;
+	char keychain[PATH_CAP], keybag[PATH_CAP], marker[PATH_CAP], database[PATH_CAP];
+	char sockdir[PATH_CAP], runtime[PATH_CAP];
+	int has_runtime;
+};
+
+/* Work done as the user, in a forked child when we are root. */
+enum job_kind { JOB_READ, JOB_REPLACE, JOB_CREATE, JOB_MARKER, JOB_UNLINK };
+struct job {
+	enum job_kind kind;
+	const char *path, *dir, *database, *suffix;
+	const uint8_t *data, *expect;
+	size_t len, expect_len, out_len;
+	uint8_t out[JOB_OUT_CAP];
+};
+
+enum marker_reason { MARK_LOGIN, MARK_NO_OLD, MARK_OLD_WRONG, MARK_FAILED };
+static const char *const marker_text[] = {
+	"the login password did not open the keychain at a login",
+	"the login password changed without the old password",
+	"the login password changed and the old password did not open the keychain",
+	"the login password changed but the keychain could not be re-wrapped",
+};
+
+/* ---- options and the user ---- */
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *s == '-' || v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struct options *o)
+{
+	const char *a;
+	int i;
+
+	memset(o, 0, sizeof *o);
+	o->t = DEFAULT_T, o->m = DEFAULT_M, o->p = DEFAULT_P;
+	o->keychain = DEFAULT_KEYCHAIN, o->agent = LATCHKEYD, o->machine_secret = DEFAULT_MACHINE_SECRET;
+	for (i = 0; i < argc; i++) {
+		a = argv[i];
+		if (strcmp(a, "debug") == 0)
+			o->debug = 1;
+		else if (strcmp(a, "auto_create") == 0)
+			o->auto_create = 1;
+		else if (strcmp(a, "allow_weak_argon2") == 0)
+			o->allow_weak = 1;
+		else if (strncmp(a, "keychain=", 9) == 0)
+			o->keychain = a + 9;
+		else if (strncmp(a, "agent=", 6) == 0 && a[6] == '/')
+			o->agent = a + 6;
+		else if (strncmp(a, "runtime_dir=", 12) == 0 && a[12] == '/')
+			o->runtime_dir = a + 12;
+		else if (strncmp(a, "machine_secret=", 15) == 0 && a[15] == '/')
+			o->machine_secret = a + 15;
+		else if (!(strncmp(a, "argon2_t=", 9) == 0 && parse_u32(a + 9, &o->t) == 0) &&
+			 !(strncmp(a, "argon2_m=", 9) == 0 && parse_u32(a + 9, &o->m) == 0) &&
+			 !(strncmp(a, "argon2_p=", 9) == 0 && parse_u32(a + 9, &o->p) == 0))
+			pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING, "unknown or invalid option '%s' ignored", a);
+	}
+	if (!lk_params_ok(o->t, o->m, o->p, 1, o->allow_weak)) {
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING,
+			   "Argon2 parameters t=%u m=%u p=%u refused (below 65536 KiB needs allow_weak_argon2); "
+			   "using t=%d m=%d p=%d", o->t, o->m, o->p, DEFAULT_T, DEFAULT_M, DEFAULT_P);
+		o->t = DEFAULT_T, o->m = DEFAULT_M, o->p = DEFAULT_P;
+	}
+}
+
+/* Expands %h (home), %u (user name) and %% in the keychain template; the result must be absolute. */
+static int expand(const char *tmpl, const struct lk_user *u, char *out, size_t cap)
+{
+	size_t o = 0, n;
+	const char *ins;
+	char one[2] = { 0, 0 };
+
+	for (; *tmpl != '\0'; tmpl++) {
+		ins = one;
+		one[0] = *tmpl;
+		if (tmpl[0] == '%' && (tmpl[1] == 'h' || tmpl[1] == 'u' || tmpl[1] == '%')) {
+			ins = tmpl[1] == 'h' ? u->home : tmpl[1] == 'u' ? u->name : "%";
+			tmpl++;
+		}
+		n = strlen(ins);
+		if (o + n >= cap)
+			return -1;
+		memcpy(out + o, ins, n);
+		o += n;
+	}
+	out[o] = '\0';
+	return out[0] == '/' ? 0 : -1;
+}
+
+static int path_join(char *out, const char *dir, const char *name)
+{
+	int n = snprintf(out, PATH_CAP, "%s/%s", dir, name);
+	return n > 0 && n < PATH_CAP ? 0 : -1;
+}
+
+static void ctx_free(struct ctx *c)
+{
+	if (c != NULL) {
+		free(c->user.groups);
+		free(c->pwbuf);
+		free(c);
+	}
+}
+
+/* The user (PAM_USER, never prompted for), their groups, and every path the module uses. */
+static struct ctx *ctx_new(pam_handle_t *pamh, int argc, const char **argv)
+{
+	struct ctx *c = calloc(1, sizeof *c);
+	struct passwd pw, *res = NULL;
+	const void *item = NULL;
+	const char *base;
+	size_t size = 16384;
+	int rc, n = 32;
+
+	if (c == NULL)
+		return NULL;
+	c->pamh = pamh;
+	parse_options(pamh, argc, argv, &c->opt);
+	if (pam_get_item(pamh, PAM_USER, &item) != PAM_SUCCESS || item == NULL || *(const char *)item == '\0') {
+		DEBUG(c, "no user name");
+		goto fail;
+	}
+	for (;;) {
+		if ((c->pwbuf = malloc(size)) == NULL)
+			goto fail;
+		rc = getpwnam_r(item, &pw, c->pwbuf, size, &res);
+		if (rc != ERANGE || size >= (1 << 20))
+			break;
+		free(c->pwbuf);
+		size *= 2;
+	}
+	if (rc != 0 || res == NULL || pw.pw_dir == NULL || pw.pw_dir[0] != '/') {
+		LOG(c, LOG_ERR, "cannot look up user '%s' or their home directory", (const char *)item);
+		goto fail;
+	}
+	c->user.name = pw.pw_name, c->user.uid = pw.pw_uid, c->user.gid = pw.pw_gid, c->user.home = pw.pw_dir;
+	for (;;) {
+		int want = n;
+		gid_t *g = realloc(c->user.groups, sizeof *g * (size_t)n);
+		if (g == NULL)
+			goto fail;
+		c->user.groups = g;
+		if (getgrouplist(c->user.name, c->user.gid, g, &n) >= 0)
+			break;
+		if (want >= 65536)
+			goto fail;
+		n = n > want ? n : want * 2;
+	}
+	c->user.ngroups = n;
+	if (expand(c->opt.keychain, &c->user, c->keychain, PATH_CAP) != 0 ||
+	    path_join(c->keybag, c->keychain, "keybag") != 0 ||
+	    path_join(c->marker, c->keychain, "password-out-of-step") != 0 ||
+	    path_join(c->database, c->keychain, "keychain.db") != 0) {
+		LOG(c, LOG_ERR, "keychain path '%s' is not absolute or too long", c->opt.keychain);
+		goto fail;
+	}
+	/* The agent's socket directory, exactly as the Swift client finds it (AgentEndpoint.swift).
+	 * The process environment is the user's only when we run as the user (a screen locker). */
+	base = c->opt.runtime_dir;
+	if (base == NULL)
+		base = pam_getenv(pamh, "XDG_RUNTIME_DIR");
+	if ((base == NULL || base[0] != '/') && getuid() == c->user.uid && geteuid() == c->user.uid)
+		base = getenv("XDG_RUNTIME_DIR");
+	c->has_runtime = base != NULL && base[0] == '/';
+	if (c->has_runtime) {
+		snprintf(c->runtime, PATH_CAP, "%s", base);
+		rc = snprintf(c->sockdir, PATH_CAP, "%s/latchkey", base);
+	} else {
+		rc = snprintf(c->sockdir, PATH_CAP, "/tmp/latchkey-%lu", (unsigned long)c->user.uid);
+	}
+	if (rc < 0 || rc >= PATH_CAP) {
+		LOG(c, LOG_ERR, "runtime directory path too long");
+		goto fail;
+	}
+	return c;
+fail:
+	ctx_free(c);
+	return NULL;
+}
+
+/* ---- privileges ---- */
+
+/* Becomes the user for good: groups, gid, uid, then proves it cannot come back. Async-signal-safe. */
+int lk_drop_privileges(const struct lk_user *u)
+{
+	if (geteuid() != 0)
+		return getuid() == u->uid && geteuid() == u->uid ? 0 : -1;
+	if (setgroups((size_t)u->ngroups, u->groups) != 0 || setgid(u->gid) != 0 || setuid(u->uid) != 0)
+		return -1;
+	if (getuid() != u->uid || geteuid() != u->uid || getgid() != u->gid || getegid() != u->gid)
+		return -1;
+	if (u->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0))
+		return -1;
+	return 0;
+}
+
+static int write_full(int fd, const uint8_t *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(fd, buf, len)) < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Runs as the user. Only async-signal-safe calls (the child of a possibly threaded process). */
+static int job_run(const struct lk_user *u, struct job *j)
+{
+	uint8_t current[LK_KEYBAG_SIZE + 1];
+	struct stat st;
+	size_t n = 0;
+	int rc;
+
+	switch (j->kind) {
+	case JOB_READ:
+		return lk_read_user_file(j->path, u->uid, j->out, sizeof j->out, &j->out_len);
+	case JOB_REPLACE:
+		/* Compare and swap: only if the file still holds what we read (no other writer won). */
+		rc = lk_read_user_file(j->path, u->uid, current, sizeof current, &n);
+		if (rc == 0 && (n != j->expect_len || memcmp(current, j->expect, n) != 0))
+			rc = ESTALE;
+		lk_wipe(current, sizeof current);
+		return rc != 0 ? rc : lk_write_atomic(j->path, j->suffix, j->data, j->len, 1);
+	case JOB_CREATE:
+		/* A database without a keybag would be orphaned by a new keybag: leave it to a human. */
+		if ((rc = lk_mkdirs(j->dir, 0700)) != 0)
+			return rc;
+		if (lstat(j->database, &st) == 0 || errno != ENOENT)
+			return ENOTEMPTY;
+		return lk_write_atomic(j->path, j->suffix, j->data, j->len, 0);
+	case JOB_MARKER:
+		if (lstat(j->dir, &st) != 0)
+			return errno;
+		return S_ISDIR(st.st_mode) ? lk_write_atomic(j->path, j->suffix, j->data, j->len, 1) : ENOTDIR;
+	case JOB_UNLINK:
+		return unlink(j->path) == 0 || errno == ENOENT ? 0 : errno;
+	}
+	return EINVAL;
+}
+
+/* Runs `j` as the user: in a forked child that drops privileges when we are root, in-process when
+ * we already are the user (a screen locker), never as anybody else. Returns 0 or an errno value
+ * (DROP_FAILED when the user's identity could not be taken); j->out receives the child's output. */
+static int as_user(struct ctx *c, struct job *j)
+{
+	struct sigaction dfl, old;
+	int p[2], status = 0, rc;
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid, r = -1;
+
+	j->out_len = 0;
+	if (geteuid() != 0) {
+		rc = getuid() == c->user.uid && geteuid() == c->user.uid ? job_run(&c->user, j) : DROP_FAILED;
+		return rc == LK_DIR_NOT_SYNCED ? 0 : rc;
+	}
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return errno;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL; /* the application may ignore or reap children; we reap ours */
+	sigaction(SIGCHLD, &dfl, &old);
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		rc = lk_drop_privileges(&c->user) == 0 ? job_run(&c->user, j) : DROP_FAILED;
+		if (rc == 0 && j->out_len > 0 && write_full(p[1], j->out, j->out_len) != 0)
+			rc = EIO;
+		lk_wipe(j->out, sizeof j->out);
+		_exit(rc & 0xff);
+	}
+	rc = pid < 0 ? errno : 0;
+	close(p[1]);
+	while (pid > 0 && len < sizeof j->out) {
+		n = read(p[0], j->out + len, sizeof j->out - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(p[0]);
+	while (pid > 0 && (r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	if (pid > 0)
+		rc = r != pid ? ECHILD : !WIFEXITED(status) ? EINTR : WEXITSTATUS(status);
+	sigaction(SIGCHLD, &old, NULL);
+	if (rc == LK_DIR_NOT_SYNCED) {
+		LOG(c, LOG_WARNING, "%s written, but its directory could not be synced", j->path);
+		rc = 0;
+	}
+	if (rc == 0)
+		j->out_len = len;
+	else
+		lk_wipe(j->out, sizeof j->out);
+	return rc;
+}
+
+static const char *errtext(int rc)
+{
+	return rc == DROP_FAILED ? "cannot act as the user" : rc == ESTALE ? "the file changed meanwhile"
+	     : rc == ENOTEMPTY ? "keychain.db exists without a keybag" : strerror(rc);
+}
+
+/* ---- keybag, device factor, marker ---- */
+
+/* 0 with `kb` filled, ENOENT when there is no keybag, -1 on any other problem (logged). */
+static int read_keybag(struct ctx *c, struct lk_keybag *kb)
+{
+	struct job *j = calloc(1, sizeof *j);
+	const char *reason = "";
+	enum lk_result r;
+	int rc;
+
+	if (j == NULL)
+		return -1;
+	j->kind = JOB_READ, j->path = c->keybag;
+	rc = as_user(c, j);
+	if (rc == ENOENT) {
+		DEBUG(c, "no keybag at %s", c->keybag);
+	} else if (rc != 0) {
+		LOG(c, LOG_ERR, "cannot read %s: %s", c->keybag, errtext(rc));
+		rc = -1;
+	} else if ((r = lk_parse(j->out, j->out_len, kb, &reason)) != LK_OK) {
+		LOG(c, LOG_ERR, "%s: %s%s%s", c->keybag, lk_result_text(r), *reason ? ": " : "", reason);
+		rc = -1;
+	}
+	lk_wipe(j, sizeof *j);
+	free(j);
+	return rc;
+}
+
+/* DF for this user and keybag id, from the machine secret (root only; created on first use). */
+static int device_factor(struct ctx *c, const uint8_t id[LK_ID_LEN], uint8_t df[LK_KEY_LEN])
+{
+	uint8_t ms[LK_KEY_LEN];
+	int rc;
+
+	if (geteuid() != 0) {
+		DEBUG(c, "not running as root: no device factor");
+		return -1;
+	}
+	if ((rc = lk_machine_secret(c->opt.machine_secret, ms)) != 0) {
+		LOG(c, LOG_ERR, "machine secret %s unusable (%s): no device factor", c->opt.machine_secret,
+		    rc == EPERM ? "not a root-owned 0600 file of 32 bytes in a root-owned directory" : strerror(rc));
+		return -1;
+	}
+	rc = lk_device_factor(ms, (uint32_t)c->user.uid, id, df);
+	lk_wipe(ms, sizeof ms);
+	return rc;
+}
+
+static void write_marker(struct ctx *c, enum marker_reason why)
+{
+	char text[256], date[32], suffix[17];
+	struct job *j = calloc(1, sizeof *j);
+	time_t now = time(NULL);
+	struct tm tm;
+	int n, rc;
+
+	if (j == NULL)
+		return;
+	if (gmtime_r(&now, &tm) == NULL || strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(date, sizeof date, "unknown date");
+	n = snprintf(text, sizeof text, "%s (%s); run 'latchkey passwd'\n", marker_text[why], date);
+	lk_tmp_suffix(suffix);
+	j->kind = JOB_MARKER, j->path = c->marker, j->dir = c->keychain, j->suffix = suffix;
+	j->data = (const uint8_t *)text, j->len = n > 0 && (size_t)n < sizeof text ? (size_t)n : strlen(text);
+	if ((rc = as_user(c, j)) != 0)
+		LOG(c, LOG_ERR, "cannot write %s: %s", c->marker, errtext(rc));
+	else
+		LOG(c, LOG_NOTICE, "keychain of %s is out of step: %s", c->user.name, marker_text[why]);
+	free(j);
+}
+
+static void remove_marker(struct ctx *c)
+{
+	struct job *j = calloc(1, sizeof *j);
+	int rc;
+
+	if (j == NULL)
+		return;
+	j->kind = JOB_UNLINK, j->path = c->marker;
+	if ((rc = as_user(c, j)) != 0)
+		LOG(c, LOG_ERR, "cannot remove %s: %s", c->marker, errtext(rc));
+	free(j);
+}
+
+/* ---- the stash ---- */
+
+static void stash_cleanup(pam_handle_t *pamh, void *data, int error_status)
+{
+	(void)pamh, (void)error_status;
+	lk_wipe(data, sizeof(struct stash));
+	free(data);
+}
+
+static void stash_keep(struct ctx *c, const struct stash *s)
+{
+	struct stash *copy = malloc(sizeof *copy);
+
+	if (copy == NULL)
+		return;
+	*copy = *s;
+	if (pam_set_data(c->pamh, DATA_KEY, copy, stash_cleanup) != PAM_SUCCESS) {
+		LOG(c, LOG_ERR, "pam_set_data failed");
+		stash_cleanup(c->pamh, copy, 0);
+	}
+}
+
+/* M for a keychain that does not exist yet: a fresh salt and the configured parameters. */
+static int derive_for_create(struct ctx *c, const char *pw, struct stash *s)
+{
+	memset(s, 0, sizeof *s);
+	s->t = c->opt.t, s->m = c->opt.m, s->p = c->opt.p;
+	if (lk_random(s->salt, sizeof s->salt) != 0 ||
+	    lk_master_key(pw, strlen(pw), s->salt, s->t, s->m, s->p, s->master) != 0) {
+		LOG(c, LOG_ERR, "Argon2id derivation failed");
+		lk_wipe(s, sizeof *s);
+		return -1;
+	}
+	s->state = STASH_CREATE;
+	return 0;
+}
+
+/* auto_create: writes a new device-bound keybag (unbound when there is no machine secret) as the
+ * user, never over one that appeared meanwhile. On success `s` holds M and DF for the hand-off. */
+static int create_keybag(struct ctx *c, struct stash *s)
+{
+	struct lk_keybag kb;
+	struct job *j = calloc(1, sizeof *j);
+	uint8_t ms[LK_KEY_LEN], file[LK_KEYBAG_SIZE];
+	char suffix[17];
+	int have_ms = 0, rc = -1;
+	enum lk_result r;
+
+	s->state = STASH_NONE;
+	if (j == NULL)
+		return -1;
+	if (geteuid() == 0) {
+		have_ms = (rc = lk_machine_secret(c->opt.machine_secret, ms)) == 0;
+		if (!have_ms)
+			LOG(c, LOG_WARNING, "machine secret %s unusable (%s): creating an unbound keychain",
+			    c->opt.machine_secret, rc == EPERM ? "bad owner, mode or size" : strerror(rc));
+	}
+	r = lk_create(&kb, s->master, s->salt, s->t, s->m, s->p, have_ms ? ms : NULL, (uint32_t)c->user.uid);
+	if (r != LK_OK) {
+		LOG(c, LOG_ERR, "cannot create a keybag: %s", lk_result_text(r));
+		rc = -1;
+		goto out;
+	}
+	s->has_df = have_ms && lk_device_factor(ms, (uint32_t)c->user.uid, kb.id, s->df) == 0;
+	lk_serialize(&kb, file);
+	lk_tmp_suffix(suffix);
+	j->kind = JOB_CREATE, j->path = c->keybag, j->dir = c->keychain, j->database = c->database;
+	j->suffix = suffix, j->data = file, j->len = sizeof file;
+	if ((rc = as_user(c, j)) != 0) {
+		LOG(c, rc == EEXIST ? LOG_NOTICE : LOG_ERR, "not creating %s: %s", c->keybag,
+		    rc == EEXIST ? "a keybag appeared meanwhile" : errtext(rc));
+		goto out;
+	}
+	LOG(c, LOG_NOTICE, "created the %skeychain of %s in %s", have_ms ? "device-bound " : "", c->user.name,
+	    c->keychain);
+	s->state = STASH_VERIFIED;
+out:
+	lk_wipe(&kb, sizeof kb);
+	lk_wipe(ms, sizeof ms);
+	lk_wipe(file, sizeof file);
+	free(j);
+	return rc;
+}
+
+/* ---- the agent ---- */
+
+static int agent_connection(struct ctx *c, int start)
+{
+	const char *why = "";
+	int fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
+
+	if (fd == -2 && start) {
+		if (lk_agent_start(&c->user, c->opt.agent, c->keychain, c->sockdir, c->has_runtime ? c->runtime : NULL,
+				   &why) != 0) {
+			LOG(c, LOG_ERR, "cannot start %s for %s: %s", c->opt.agent, c->user.name, why);
+			return -1;
+		}
+		fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
+	}
+	if (fd == -2)
+		DEBUG(c, "no agent listens in %s", c->sockdir);
+	else if (fd < 0)
+		LOG(c, LOG_ERR, "%s: %s", c->sockdir, why);
+	return fd;
+}
+
+static void put32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24), b[1] = (uint8_t)(v >> 16), b[2] = (uint8_t)(v >> 8), b[3] = (uint8_t)v;
+}
+
+/* keyHandoff: secret M (32) || secret DF (32, or empty). */
+static int handoff(struct ctx *c, int fd, const struct stash *s)
+{
+	uint8_t body[4 + LK_KEY_LEN + 4 + LK_KEY_LEN];
+	int32_t status = 0;
+	int rc;
+
+	put32(body, LK_KEY_LEN);
+	memcpy(body + 4, s->master, LK_KEY_LEN);
+	put32(body + 4 + LK_KEY_LEN, s->has_df ? LK_KEY_LEN : 0);
+	if (s->has_df)
+		memcpy(body + 8 + LK_KEY_LEN, s->df, LK_KEY_LEN);
+	rc = lk_agent_call(fd, LK_OP_KEY_HANDOFF, body, s->has_df ? sizeof body : 8 + LK_KEY_LEN, &status);
+	lk_wipe(body, sizeof body);
+	if (rc != 0 || status != 0) {
+		LOG(c, LOG_ERR, "key hand-off to the agent of %s failed (%s %d)", c->user.name,
+		    rc != 0 ? "no answer" : "status", (int)status);
+		return -1;
+	}
+	DEBUG(c, "handed the key of %s to the agent%s", c->user.name, s->has_df ? " with the device factor" : "");
+	return 0;
+}
+
+static void token_cleanup(pam_handle_t *pamh, void *data, int error_status)
+{
+	(void)pamh, (void)error_status;
+	free(data);
+}
+
+static int session_call(struct ctx *c, int fd, int opcode, const uint8_t token[LK_TOKEN_LEN])
+{
+	int32_t status = 0;
+
+	if (lk_agent_call(fd, opcode, token, LK_TOKEN_LEN, &status) != 0 || status != 0) {
+		LOG(c, LOG_ERR, "session %s for %s: agent %s %d", opcode == LK_OP_SESSION_OPEN ? "open" : "close",
+		    c->user.name, status != 0 ? "status" : "did not answer", (int)status);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- entry points ---- */
+
+PUBLIC int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	struct ctx *c = ctx_new(pamh, argc, argv);
+	const void *tok = NULL;
+	struct lk_keybag kb;
+	struct stash s;
+	enum lk_result r;
+	int rc, fd;
+
+	(void)flags;
+	memset(&s, 0, sizeof s);
+	memset(&kb, 0, sizeof kb);
+	if (c == NULL)
+		return PAM_IGNORE;
+	if (pam_get_item(pamh, PAM_AUTHTOK, &tok) != PAM_SUCCESS || tok == NULL) {
+		DEBUG(c, "no PAM_AUTHTOK (pam_latchkey never prompts): nothing to do");
+		goto out;
+	}
+	rc = read_keybag(c, &kb);
+	if (rc == ENOENT && c->opt.auto_create && derive_for_create(c, tok, &s) == 0)
+		stash_keep(c, &s); /* the session creates the keychain once the stack accepted the password */
+	if (rc != 0)
+		goto out;
+	if (lk_master_key(tok, strlen(tok), kb.salt, kb.t, kb.m, kb.p, s.master) != 0) {
+		LOG(c, LOG_ERR, "Argon2id derivation failed");
+		goto out;
+	}
+	r = lk_check_master(&kb, s.master);
+	if (r == LK_WRONG_PASSWORD) {
+		LOG(c, LOG_NOTICE, "the password given for %s does not open their keychain", c->user.name);
+		lk_wipe(&s, sizeof s);
+		s.state = STASH_MISMATCH; /* the session writes the out-of-step marker, if it opens */
+		stash_keep(c, &s);
+		goto out;
+	}
+	if (r != LK_OK) {
+		LOG(c, LOG_ERR, "cannot check the keychain password: %s", lk_result_text(r));
+		goto out;
+	}
+	s.state = STASH_VERIFIED;
+	s.has_df = device_factor(c, kb.id, s.df) == 0;
+	/* An agent already running (a screen locker, a second login) gets the key now, and then the
+	 * login process (a screen locker may live on) does not keep it at all. */
+	if ((fd = agent_connection(c, 0)) >= 0) {
+		if (handoff(c, fd, &s) == 0) {
+			lk_wipe(s.master, sizeof s.master);
+			lk_wipe(s.df, sizeof s.df);
+			s.delivered = 1;
+		}
+		close(fd);
+	}
+	stash_keep(c, &s);
+out:
+	lk_wipe(&s, sizeof s);
+	lk_wipe(&kb, sizeof kb);
+	ctx_free(c);
+	return PAM_IGNORE; /* never an authentication factor, whatever the stack's control flags */
+}
+
+PUBLIC int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	(void)pamh, (void)flags, (void)argc, (void)argv;
+	return PAM_SUCCESS;
+}
+
+PUBLIC int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	struct ctx *c = ctx_new(pamh, argc, argv);
+	struct stash *s = NULL;
+	struct lk_keybag kb;
+	const void *data = NULL;
+	uint8_t token[LK_TOKEN_LEN], *kept;
+	int ret = PAM_IGNORE, fd = -1;
+
+	(void)flags;
+	if (c == NULL)
+		return PAM_IGNORE;
+	if (pam_get_data(pamh, DATA_KEY, &data) == PAM_SUCCESS && data != NULL)
+		s = (struct stash *)(uintptr_t)data;
+	/* Linux-PAM clears PAM_AUTHTOK when pam_authenticate returns, so only auth can derive the key
+	 * of a new keychain (auto_create on the auth line); the session writes it (auto_create here). */
+	if (s == NULL && c->opt.auto_create && read_keybag(c, &kb) == ENOENT)
+		LOG(c, LOG_NOTICE, "no keychain for %s, and no key derived at authentication to create one "
+		    "(auto_create must be on the auth line too)", c->user.name);
+	lk_wipe(&kb, sizeof kb);
+	if (s != NULL && s->state == STASH_CREATE && c->opt.auto_create && create_keybag(c, s) == 0)
+		ret = PAM_SUCCESS;
+	if (s != NULL && s->state == STASH_MISMATCH)
+		write_marker(c, MARK_LOGIN);
+	if (s != NULL && s->state == STASH_VERIFIED) {
+		remove_marker(c);
+		if ((fd = agent_connection(c, !s->delivered)) >= 0 && (s->delivered || handoff(c, fd, s) == 0))
+			ret = PAM_SUCCESS;
+	} else {
+		fd = agent_connection(c, 0);
+	}
+	if (fd >= 0 && lk_random(token, sizeof token) == 0 && session_call(c, fd, LK_OP_SESSION_OPEN, token) == 0 &&
+	    (kept = malloc(sizeof token)) != NULL) {
+		memcpy(kept, token, sizeof token);
+		if (pam_set_data(pamh, DATA_TOKEN, kept, token_cleanup) != PAM_SUCCESS)
+			free(kept);
+		ret = PAM_SUCCESS;
+	}
+	if (fd >= 0)
+		close(fd);
+	/* M has been delivered (or is of no use now): do not keep it for the rest of the session. */
+	if (s != NULL && pam_set_data(pamh, DATA_KEY, NULL, NULL) != PAM_SUCCESS)
+		LOG(c, LOG_ERR, "cannot drop the key kept since authentication");
+	ctx_free(c);
+	return ret;
+}
+
+PUBLIC int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	const void *data = NULL;
+	struct ctx *c;
+	int ret = PAM_IGNORE, fd;
+
+	(void)flags;
+	if (pam_get_data(pamh, DATA_TOKEN, &data) != PAM_SUCCESS || data == NULL)
+		return PAM_IGNORE;
+	if ((c = ctx_new(pamh, argc, argv)) == NULL)
+		return PAM_IGNORE;
+	if ((fd = agent_connection(c, 0)) >= 0) {
+		if (session_call(c, fd, LK_OP_SESSION_CLOSE, data) == 0)
+			ret = PAM_SUCCESS;
+		close(fd);
+	}
+	if (pam_set_data(pamh, DATA_TOKEN, NULL, NULL) != PAM_SUCCESS)
+		LOG(c, LOG_ERR, "cannot drop the session token");
+	ctx_free(c);
+	return ret;
+}
+
+PUBLIC int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	struct ctx *c;
+	const void *old = NULL, *new = NULL;
+	struct lk_keybag kb, next;
+	struct job *j = NULL;
+	uint8_t master[LK_KEY_LEN], df[LK_KEY_LEN], before[LK_KEYBAG_SIZE], after[LK_KEYBAG_SIZE];
+	char suffix[17];
+	enum marker_reason mark = MARK_FAILED;
+	enum lk_result r;
+	int ret = PAM_IGNORE, has_df = 0, rc;
+
+	if (flags & PAM_PRELIM_CHECK)
+		return PAM_SUCCESS;
+	if (!(flags & PAM_UPDATE_AUTHTOK) || (c = ctx_new(pamh, argc, argv)) == NULL)
+		return PAM_IGNORE;
+	memset(&kb, 0, sizeof kb);
+	memset(&next, 0, sizeof next);
+	if (pam_get_item(pamh, PAM_OLDAUTHTOK, &old) != PAM_SUCCESS)
+		old = NULL;
+	if (pam_get_item(pamh, PAM_AUTHTOK, &new) != PAM_SUCCESS || new == NULL) {
+		LOG(c, LOG_NOTICE, "no new password (PAM_AUTHTOK); keychain of %s left alone", c->user.name);
+		goto done;
+	}
+	if (read_keybag(c, &kb) != 0)
+		goto done; /* none, or unreadable or corrupt (logged): nothing to re-wrap */
+	if (old == NULL) {
+		mark = MARK_NO_OLD;
+		goto out;
+	}
+	if (lk_master_key(old, strlen(old), kb.salt, kb.t, kb.m, kb.p, master) != 0)
+		goto out;
+	if ((r = lk_check_master(&kb, master)) != LK_OK) {
+		mark = r == LK_WRONG_PASSWORD ? MARK_OLD_WRONG : MARK_FAILED;
+		goto out;
+	}
+	if ((kb.flags & LK_FLAG_DEVICE_BOUND) && !(has_df = device_factor(c, kb.id, df) == 0))
+		goto out;
+	r = lk_change_password(&kb, master, has_df ? df : NULL, new, strlen(new), &next);
+	if (r != LK_OK) {
+		LOG(c, LOG_ERR, "cannot re-wrap the keychain of %s: %s", c->user.name, lk_result_text(r));
+		goto out;
+	}
+	lk_serialize(&kb, before); /* parsing is canonical, so this is the file as read */
+	lk_serialize(&next, after);
+	lk_tmp_suffix(suffix);
+	if ((j = calloc(1, sizeof *j)) == NULL)
+		goto out;
+	j->kind = JOB_REPLACE, j->path = c->keybag, j->suffix = suffix, j->data = after, j->len = sizeof after;
+	j->expect = before, j->expect_len = sizeof before;
+	if ((rc = as_user(c, j)) != 0) {
+		LOG(c, LOG_ERR, "cannot write %s: %s", c->keybag, errtext(rc));
+		goto out;
+	}
+	LOG(c, LOG_NOTICE, "keychain of %s re-wrapped for the new password", c->user.name);
+	remove_marker(c);
+	ret = PAM_SUCCESS;
+out:
+	if (ret != PAM_SUCCESS)
+		write_marker(c, mark); /* the keybag is untouched: it still opens with the old password */
+done:
+	lk_wipe(master, sizeof master);
+	lk_wipe(df, sizeof df);
+	lk_wipe(&kb, sizeof kb);
+	lk_wipe(&next, sizeof next);
+	lk_wipe(before, sizeof before);
+	lk_wipe(after, sizeof after);
+	if (j != NULL)
+		lk_wipe(j, sizeof *j);
+	free(j);
+	ctx_free(c);
+	return ret;
+}
