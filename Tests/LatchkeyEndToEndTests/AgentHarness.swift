@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyTestSupport
 import XCTest
 @testable import Latchkey
 import LatchkeySecrets
@@ -10,12 +11,7 @@ class AgentTestCase: XCTestCase {
     var dataDirectory = ""
 
     /// Where `swift build` put the executables (the test bundle sits beside them).
-    static var binDirectory: String {
-        if let dir = ProcessInfo.processInfo.environment["LATCHKEY_BIN_DIR"] { return dir }
-        return Bundle.main.bundleURL.path.hasSuffix(".xctest")
-            ? Bundle.main.bundleURL.deletingLastPathComponent().path
-            : URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
-    }
+    static var binDirectory: String { TestProcess.binDirectory }
 
     override func setUpWithError() throws {
         let base = NSTemporaryDirectory() + "lk-e2e-\(UUID().uuidString.prefix(8))"
@@ -69,20 +65,8 @@ class AgentTestCase: XCTestCase {
     /// Runs the `latchkey` command with `input` on stdin; returns exit status, stdout and stderr.
     @discardableResult
     func cli(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binDirectory + "/latchkey")
-        process.arguments = arguments
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        let result = try TestProcess.run(Self.binDirectory + "/latchkey", arguments, input: input)
+        return (result.status, result.out, result.err)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyTestSupport
 import XCTest
 @testable import Latchkey
 import LatchkeyKeybag
@@ -18,9 +19,11 @@ final class PeerTests: AgentTestCase {
 
     /// Opens the agent's private directories to everyone, so that only the peer check stands between
     /// another user and the agent.
+    /// Only directories inside this test's own temporary tree are touched.
     private func exposeSocket(_ socketPath: String) {
+        let testRoot = (runtimeDirectory as NSString).deletingLastPathComponent
         var path = (socketPath as NSString).deletingLastPathComponent
-        while path.count > 1 {
+        while path.hasPrefix(testRoot + "/") || path == testRoot {
             chmod(path, 0o755)
             path = (path as NSString).deletingLastPathComponent
         }
@@ -131,28 +134,9 @@ final class PeerTests: AgentTestCase {
         XCTAssertTrue(locked.out.range(of: #"AfterFirstUnlock\s+ck\s+locked"#, options: .regularExpression) != nil, locked.out)
     }
 
-    /// Runs a command (through PATH) and waits for it with waitpid; returns exit status, stdout and
-    /// stderr. (Foundation's `Process.waitUntilExit` can miss the exit of a child that starts a
-    /// daemon, so this test spawns its commands itself.)
+    /// Runs a command through PATH; returns exit status, stdout and stderr.
     private func run(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        let scratch = NSTemporaryDirectory() + "lk-run-\(UUID().uuidString.prefix(8))"
-        defer { unlink(scratch + ".in"); unlink(scratch + ".out"); unlink(scratch + ".err") }
-        try Data((input ?? "").utf8).write(to: URL(fileURLWithPath: scratch + ".in"))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, scratch + ".in", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, scratch + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, scratch + ".err", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid = pid_t()
-        let rc = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
-        guard rc == 0 else { throw NSError(domain: NSPOSIXErrorDomain, code: Int(rc)) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let out = (try? String(contentsOfFile: scratch + ".out", encoding: .utf8)) ?? ""
-        let err = (try? String(contentsOfFile: scratch + ".err", encoding: .utf8)) ?? ""
-        return ((status >> 8) & 0xff, out, err)
+        let result = try TestProcess.run("/usr/bin/env", arguments, input: input)
+        return (result.status, result.out, result.err)
     }
 }

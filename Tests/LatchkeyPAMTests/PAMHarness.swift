@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyTestSupport
 import XCTest
 import LatchkeyKeybag
 import LatchkeySecrets
@@ -16,12 +17,7 @@ class PAMTestCase: XCTestCase {
     static var modulePath: String { repository + "/pam/pam_latchkey.so" }
 
     /// Where `swift build` put the executables (the test bundle sits beside them).
-    static var binDirectory: String {
-        if let dir = ProcessInfo.processInfo.environment["LATCHKEY_BIN_DIR"] { return dir }
-        return Bundle.main.bundleURL.path.hasSuffix(".xctest")
-            ? Bundle.main.bundleURL.deletingLastPathComponent().path
-            : URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
-    }
+    static var binDirectory: String { TestProcess.binDirectory }
 
     /// `make -C pam` once per test process, so `swift test` alone is enough.
     nonisolated(unsafe) private static var moduleBuild: (status: Int32, output: String)?
@@ -95,44 +91,20 @@ class PAMTestCase: XCTestCase {
 
     // MARK: Processes
 
-    struct Output {
-        var status: Int32
-        var out: String
-        var err: String
-    }
+    typealias Output = TestProcess.Output
 
     @discardableResult
     static func run(_ arguments: [String], input: String? = nil) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, out: String(decoding: out, as: UTF8.self),
-                      err: String(decoding: err, as: UTF8.self))
+        try TestProcess.run(arguments[0], Array(arguments.dropFirst()), input: input)
     }
 
     /// Runs a command as the test user with the environment a login session would give it.
-    ///
-    /// The command first closes every descriptor above 2: Foundation's `Process` hands its child one
-    /// end of a socket pair and waits for it to close, so an agent the CLI starts on demand (which
-    /// inherits what the CLI inherits) would otherwise keep `waitUntilExit` waiting forever.
     @discardableResult
     func asUser(_ arguments: [String], input: String? = nil) throws -> Output {
-        let closeInherited = #"for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done; exec "$@""#
-        return try Self.run(["/usr/bin/setpriv", "--reuid", String(uid), "--regid", String(gid), "--init-groups",
-                             "/usr/bin/env", "-i", "HOME=\(home)", "USER=\(user)", "LOGNAME=\(user)", "PATH=/usr/bin:/bin",
-                             "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(home)/.local/share",
-                             "LATCHKEYD=\(Self.binDirectory)/latchkeyd",
-                             "/bin/bash", "-c", closeInherited, "bash"] + arguments, input: input)
+        try Self.run(["/usr/bin/setpriv", "--reuid", String(uid), "--regid", String(gid), "--init-groups",
+                      "/usr/bin/env", "-i", "HOME=\(home)", "USER=\(user)", "LOGNAME=\(user)", "PATH=/usr/bin:/bin",
+                      "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(home)/.local/share",
+                      "LATCHKEYD=\(Self.binDirectory)/latchkeyd"] + arguments, input: input)
     }
 
     /// The `latchkey` command, as the user.

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Running the built executables and system tools from tests.
+public enum TestProcess {
+    /// What a finished command left behind.
+    public struct Output: Sendable {
+        public var status: Int32
+        public var out: String
+        public var err: String
+    }
+
+    /// Where `swift build` put the executables (the test bundle sits beside them), or `LATCHKEY_BIN_DIR`.
+    public static var binDirectory: String {
+        if let dir = ProcessInfo.processInfo.environment["LATCHKEY_BIN_DIR"] { return dir }
+        return Bundle.main.bundleURL.path.hasSuffix(".xctest")
+            ? Bundle.main.bundleURL.deletingLastPathComponent().path
+            : URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+    }
+
+    /// Runs `executable` (an absolute path) with `arguments`, writes `input` to its standard input and
+    /// waits for it; returns its exit status and output.
+    @discardableResult
+    public static func run(_ executable: String, _ arguments: [String], input: String? = nil) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        try stdin.fileHandleForWriting.close()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Output(status: process.terminationStatus, out: String(decoding: out, as: UTF8.self),
+                      err: String(decoding: err, as: UTF8.self))
+    }
+}
