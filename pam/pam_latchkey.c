@@ -38,7 +38,7 @@
 #define DATA_TOKEN "pam_latchkey_session"
 
 enum { PATH_CAP = 4096, JOB_OUT_CAP = 4096, DROP_FAILED = 250 };
-enum { DEFAULT_T = 3, DEFAULT_M = 262144, DEFAULT_P = 2 };
+enum { DEFAULT_T = 2, DEFAULT_M = 262144, DEFAULT_P = 2 };
 
 #define LOG(c, prio, ...) pam_syslog((c)->pamh, LOG_AUTHPRIV | (prio), __VA_ARGS__)
 #define DEBUG(c, ...) do { if ((c)->opt.debug) LOG(c, LOG_DEBUG, __VA_ARGS__); } while (0)

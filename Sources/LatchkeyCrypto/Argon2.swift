@@ -11,10 +11,11 @@ public struct Argon2Parameters: Sendable, Equatable, Codable {
     /// different key, so it is stored, not chosen per machine.
     public var parallelism: UInt32
 
-    /// Parameters for new keybags: 256 MiB, 3 passes, 2 lanes. Measured at 0.22–0.47 s on the
+    /// Parameters for new keybags: 256 MiB, 2 passes, 2 lanes. Measured at 0.27–0.35 s on the
     /// 2-core reference machine (docs/KEYBAG.md, "Argon2id parameters"), inside the 0.2–0.5 s budget
-    /// for a login-time derivation, with memory four times the 64 MiB floor.
-    public static let `default` = Argon2Parameters(timeCost: 3, memoryKiB: 262_144, parallelism: 2)
+    /// for a derivation and leaving a login (pam_latchkey) well under 0.6 s, with memory four times
+    /// the 64 MiB floor.
+    public static let `default` = Argon2Parameters(timeCost: 2, memoryKiB: 262_144, parallelism: 2)
 
     /// The least memory `Keybag.create` accepts unless weak parameters are explicitly allowed
     /// (64 MiB, RFC 9106's second recommended option). `validate()` itself only enforces what

@@ -13,7 +13,7 @@ struct InitCommand: ParsableCommand {
             password. On a terminal you are asked for the password twice, with echo off. An empty \
             password is refused.
 
-            The Argon2id defaults (256 MiB, 3 passes, 2 lanes) take a fraction of a second; raising \
+            The Argon2id defaults (256 MiB, 2 passes, 2 lanes) take a fraction of a second; raising \
             them makes guessing the password from a stolen keybag slower, and every unlock slower too.
 
             Examples:
@@ -31,7 +31,7 @@ struct InitCommand: ParsableCommand {
     var memoryMiB: UInt32?
 
     @Option(name: .customLong("argon2-time"),
-            help: ArgumentHelp("Argon2id passes over memory (default 3).", valueName: "N"))
+            help: ArgumentHelp("Argon2id passes over memory (default 2).", valueName: "N"))
     var timeCost: UInt32?
 
     @Option(name: .customLong("argon2-parallelism"),
