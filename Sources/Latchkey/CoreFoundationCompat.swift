@@ -29,8 +29,8 @@ public typealias CFDate = NSDate
 public typealias CFAllocator = AnyObject
 
 /// The Core Foundation boolean true.
-nonisolated(unsafe) public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
+public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
 /// The Core Foundation boolean false.
-nonisolated(unsafe) public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)
+public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)
 /// The Core Foundation null value.
-nonisolated(unsafe) public let kCFNull: NSNull = NSNull()
+public let kCFNull: NSNull = NSNull()

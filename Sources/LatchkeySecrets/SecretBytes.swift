@@ -21,10 +21,7 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
     public init(count: Int) {
         precondition(count >= 0, "negative secret length")
         self.count = count
-        self.capacity = max(count, 1)
-        pointer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-        pointer.initializeMemory(as: UInt8.self, repeating: 0, count: capacity)
-        locked = mlock(pointer, capacity) == 0
+        (pointer, capacity, locked) = LockedArena.shared.allocate(byteCount: max(count, 1))
         if !locked { SecretBytes.noteMlockFailure() }
     }
 
@@ -46,8 +43,7 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
 
     deinit {
         SecretBytes.wipe(pointer, count: capacity)
-        if locked { munlock(pointer, capacity) }
-        pointer.deallocate()
+        LockedArena.shared.deallocate(pointer, capacity: capacity)
     }
 
     /// Read access to the secret bytes. Do not let the buffer escape the closure.
