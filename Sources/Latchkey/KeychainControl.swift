@@ -1,5 +1,7 @@
 import LatchkeyModel
 import LatchkeySecrets
+// `KeychainControl` takes passwords as `SecretBytes`; re-export the type so `import Latchkey` is enough.
+@_exported import class LatchkeySecrets.SecretBytes
 import LatchkeyWire
 
 /// Managing the user's keychain through the agent: create, unlock, lock, status, change password.
