@@ -85,7 +85,8 @@ public enum AgentMain {
         let lockPolicy = LockPolicy(keychain: keychain, settings: policy)
         do {
             server = try AgentServer(endpoint: endpoint, keychain: keychain,
-                                     onItemRequest: { lockPolicy.noteUse() })
+                                     onItemRequest: { lockPolicy.noteUse() },
+                                     onUnlock: { lockPolicy.cancelPendingLock() })
         } catch let error as ListenerError {
             AgentLog.write(error.alreadyRunning ? .info : .error, error.description)
             exit(error.alreadyRunning ? 0 : 1)

@@ -16,10 +16,15 @@ public final class AgentService: Sendable {
     let sessions = SessionTracker()
     /// Called for every SecItem request (the idle-lock clock).
     let onItemRequest: @Sendable () -> Void
+    /// Called after an authenticated unlock (password or login hand-off): a screen lock still
+    /// waiting out its grace period must not drop the keys just handed over.
+    let onUnlock: @Sendable () -> Void
 
-    public init(keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {}) {
+    public init(keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {},
+                onUnlock: @escaping @Sendable () -> Void = {}) {
         self.keychain = keychain
         self.onItemRequest = onItemRequest
+        self.onUnlock = onUnlock
     }
 
     public func handle(_ request: Request, caller: Caller) -> Response {
@@ -54,6 +59,7 @@ public final class AgentService: Sendable {
                 return .ok(nil)
             case .unlock(let password):
                 try keychain.unlock(password: password)
+                onUnlock()
                 AgentLog.info("unlocked by pid \(caller.pid)")
                 return .ok(nil)
             case .lock(let all):
@@ -65,8 +71,15 @@ public final class AgentService: Sendable {
                 AgentLog.info("keychain password changed by pid \(caller.pid)")
                 return .ok(nil)
             case .keyHandoff(let masterKey, let deviceFactor):
+                // Only root (pam_latchkey) can read the machine secret; a factor from anyone else is
+                // ignored, so no process of the user can bind the keybag to a factor it chose.
+                let factor = caller.uid == 0 ? deviceFactor : nil
+                if deviceFactor != nil && factor == nil {
+                    AgentLog.warning("ignored a device factor from pid \(caller.pid), which is not root")
+                }
                 do {
-                    try keychain.handOff(masterKey: masterKey, deviceFactor: deviceFactor)
+                    try keychain.handOff(masterKey: masterKey, deviceFactor: factor)
+                    onUnlock()
                 } catch {
                     AgentLog.warning("key hand-off from pid \(caller.pid) refused: \(error.detail ?? "status \(error.status)")")
                     throw error
@@ -76,7 +89,9 @@ public final class AgentService: Sendable {
                 AgentLog.info("unlocked by a login (pam_latchkey, pid \(caller.pid))\(deviceNote)")
                 return .ok(nil)
             case .sessionOpen(let token):
-                let count = sessions.open(token)
+                guard let count = sessions.open(token) else {
+                    throw SecError(SecStatus.param, "too many open login sessions (\(SessionTracker.maximumSessions))")
+                }
                 AgentLog.info("login session opened (\(count) open)")
                 return .ok(nil)
             case .sessionClose(let token):
@@ -155,10 +170,14 @@ final class SessionTracker: @unchecked Sendable {
         return tokens.count
     }
 
-    /// Records a session; returns how many are open.
-    func open(_ token: [UInt8]) -> Int {
+    /// Sessions tracked at most, so that a confused or hostile opener cannot grow the set forever.
+    static let maximumSessions = 4096
+
+    /// Records a session; returns how many are open, or nil when the limit is reached.
+    func open(_ token: [UInt8]) -> Int? {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
+        guard tokens.count < SessionTracker.maximumSessions || tokens.contains(token) else { return nil }
         tokens.insert(token)
         return tokens.count
     }

@@ -70,6 +70,12 @@ final class LockPolicy: @unchecked Sendable {
         }
     }
 
+    /// The user authenticated (a password unlock or a login hand-off): a screen lock still waiting
+    /// out its grace period is void, or it would drop the keys that were just handed over.
+    func cancelPendingLock() {
+        withMutex { pendingLock = nil }
+    }
+
     /// A SecItem request arrived: restarts the idle clock.
     func noteUse() {
         guard settings.idleLimit != nil else { return }

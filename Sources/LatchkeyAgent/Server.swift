@@ -21,10 +21,11 @@ public final class AgentServer: @unchecked Sendable {
     private let connections = AtomicCounter()
 
     public init(endpoint: AgentEndpoint, keychain: Keychain,
-                onItemRequest: @escaping @Sendable () -> Void = {}) throws {
+                onItemRequest: @escaping @Sendable () -> Void = {},
+                onUnlock: @escaping @Sendable () -> Void = {}) throws {
         self.endpoint = endpoint
         self.listener = try Listener.open(endpoint: endpoint)
-        self.service = AgentService(keychain: keychain, onItemRequest: onItemRequest)
+        self.service = AgentService(keychain: keychain, onItemRequest: onItemRequest, onUnlock: onUnlock)
     }
 
     /// The socket path clients connect to.

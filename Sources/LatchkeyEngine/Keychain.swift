@@ -180,6 +180,7 @@ public final class Keychain: @unchecked Sendable {
             do {
                 if let factor, !bag.isDeviceBound {
                     let bound = try bag.binding(masterKey: masterKey, deviceFactor: factor)
+                    try ensureKeybagFileUnchanged()
                     try bound.write(to: location.keybagPath)
                     keybag = bound
                     keybagFileIdentity = FileIdentity(path: location.keybagPath)
@@ -243,6 +244,7 @@ public final class Keychain: @unchecked Sendable {
         try locked { () throws(SecError) in
             guard bag == keybag else { throw SecError(SecStatus.authFailed, "the keychain password changed meanwhile") }
             do {
+                try ensureKeybagFileUnchanged()
                 try rewrapped.write(to: location.keybagPath)
             } catch {
                 throw EngineErrors.map(error)
@@ -273,6 +275,14 @@ public final class Keychain: @unchecked Sendable {
             _ = try store()
             guard let keybag else { throw SecError(SecStatus.noDefaultKeychain) }
             return keybag
+        }
+    }
+
+    /// Refuses to replace a keybag file that another process (pam_latchkey's chauthtok) replaced since
+    /// this engine read it, so a re-wrap written there is never silently undone (mutex held).
+    private func ensureKeybagFileUnchanged() throws(SecError) {
+        guard FileIdentity(path: location.keybagPath) == keybagFileIdentity else {
+            throw SecError(SecStatus.authFailed, "the keybag was changed by another process meanwhile; try again")
         }
     }
 
@@ -314,9 +324,11 @@ struct FileIdentity: Equatable {
 
 /// The first line of a small text file (at most 512 bytes read), or nil if there is none.
 func firstLine(of path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
     var buffer = [UInt8](repeating: 0, count: 512)
     let count = read(fd, &buffer, buffer.count)
     guard count > 0 else { return nil }

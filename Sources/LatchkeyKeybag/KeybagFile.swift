@@ -13,7 +13,9 @@ extension Keybag {
     /// Reads and validates the keybag at `path` without modifying it. Refuses to follow a symbolic
     /// link in the last component (`O_NOFOLLOW`), so a planted link cannot redirect the agent.
     public static func load(path: String) throws -> Keybag {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO planted in place of the keybag must not block the agent (it is then
+        // refused as not a regular file).
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT { throw KeybagError.notFound(path: path) }

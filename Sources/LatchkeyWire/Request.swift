@@ -35,7 +35,7 @@ public enum Opcode: UInt8, Sendable, CaseIterable {
     /// reserved to the user's own processes (docs/PROTOCOL.md "Hand-off").
     public var permittedForRoot: Bool {
         switch self {
-        case .hello, .status, .keyHandoff, .sessionOpen, .sessionClose: true
+        case .hello, .keyHandoff, .sessionOpen, .sessionClose: true
         default: false
         }
     }

@@ -27,15 +27,15 @@ struct InitCommand: ParsableCommand {
     var passwordStdin = false
 
     @Option(name: .customLong("argon2-memory"),
-            help: ArgumentHelp("Argon2id memory in MiB (at least 64, at most 4096; default 256).", valueName: "MiB"))
+            help: ArgumentHelp("Argon2id memory in MiB (at least 64, at most 1024; default 256).", valueName: "MiB"))
     var memoryMiB: UInt32?
 
     @Option(name: .customLong("argon2-time"),
-            help: ArgumentHelp("Argon2id passes over memory (default 2).", valueName: "N"))
+            help: ArgumentHelp("Argon2id passes over memory, 1 to 16 (default 2).", valueName: "N"))
     var timeCost: UInt32?
 
     @Option(name: .customLong("argon2-parallelism"),
-            help: ArgumentHelp("Argon2id lanes, 1 to 16 (default 2).", valueName: "N"))
+            help: ArgumentHelp("Argon2id lanes, 1 to 8 (default 2).", valueName: "N"))
     var parallelism: UInt32?
 
     /// Lets tests create keychains with cheap parameters; never for real keychains.
@@ -44,14 +44,14 @@ struct InitCommand: ParsableCommand {
 
     func validate() throws {
         if let memoryMiB {
-            guard memoryMiB <= 4096 else { throw ValidationError("--argon2-memory must be at most 4096 MiB") }
+            guard memoryMiB <= 1024 else { throw ValidationError("--argon2-memory must be at most 1024 MiB") }
             guard memoryMiB >= 64 || (allowWeak && memoryMiB >= 1) else {
                 throw ValidationError("--argon2-memory must be at least 64 MiB")
             }
         }
-        if let timeCost, timeCost < 1 { throw ValidationError("--argon2-time must be at least 1") }
-        if let parallelism, !(1...16).contains(parallelism) {
-            throw ValidationError("--argon2-parallelism must be between 1 and 16")
+        if let timeCost, !(1...16).contains(timeCost) { throw ValidationError("--argon2-time must be between 1 and 16") }
+        if let parallelism, !(1...8).contains(parallelism) {
+            throw ValidationError("--argon2-parallelism must be between 1 and 8")
         }
     }
 

@@ -114,13 +114,16 @@ final class PeerTests: AgentTestCase {
         XCTAssertEqual(try ask(.add(["class": .string("genp"), "acct": .string("x")])).status, errSecAuthFailed)
         XCTAssertEqual(try ask(.lock(all: true)).status, errSecAuthFailed)
         XCTAssertEqual(try ask(.unlock(password: SecretBytes(copying: Array("pw".utf8)))).status, errSecAuthFailed)
-        XCTAssertEqual(try ask(.status).status, 0)
+        XCTAssertEqual(try ask(.status).status, errSecAuthFailed, "root reads nothing, not even the status")
+        XCTAssertEqual(try ask(.hello).status, 0)
 
         let keybag = try Keybag.load(path: data + "/latchkey/keybag")
         let wrong = try keybag.deriveMasterKey(password: SecretBytes(copying: Array("guess".utf8)))
         XCTAssertEqual(try ask(.keyHandoff(masterKey: wrong, deviceFactor: nil)).status, errSecAuthFailed)
         let master = try keybag.deriveMasterKey(password: SecretBytes(copying: Array("pw".utf8)))
-        XCTAssertEqual(try ask(.keyHandoff(masterKey: master, deviceFactor: nil)).status, 0)
+        let factor = try keybag.deviceFactor(machineSecret: SecretBytes(count: 32), uid: nobody)
+        XCTAssertEqual(try ask(.keyHandoff(masterKey: master, deviceFactor: factor)).status, 0)
+        XCTAssertTrue(try Keybag.load(path: data + "/latchkey/keybag").isDeviceBound, "root's factor binds the keybag")
         let token = [UInt8](repeating: 1, count: 16)
         XCTAssertEqual(try ask(.sessionOpen(token: token)).status, 0)
 

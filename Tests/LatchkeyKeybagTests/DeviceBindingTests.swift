@@ -89,3 +89,24 @@ final class DeviceBindingTests: XCTestCase {
                                     deviceFactor: unbound.deviceFactor(machineSecret: machineSecret, uid: 1000)), keys)
     }
 }
+
+/// Creation and password changes stay within what pam_latchkey accepts at login.
+final class LoginLimitTests: XCTestCase {
+    func testParametersAboveTheLoginLimitsAreRefused() throws {
+        for parameters in [Argon2Parameters(timeCost: 17, memoryKiB: 64, parallelism: 1),
+                           Argon2Parameters(timeCost: 1, memoryKiB: 1_048_577, parallelism: 1),
+                           Argon2Parameters(timeCost: 1, memoryKiB: 64, parallelism: 9)] {
+            XCTAssertThrowsError(try Keybag.create(password: password("pw"), parameters: parameters, allowWeakParameters: true)) {
+                guard case .weakParameters? = $0 as? KeybagError else { return XCTFail("\($0)") }
+            }
+        }
+        let (keybag, _) = try Keybag.create(password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
+        let master = try keybag.deriveMasterKey(password: password("pw"))
+        XCTAssertThrowsError(try keybag.changingPassword(masterKey: master, newPassword: password("new"),
+                                                         parameters: Argon2Parameters(timeCost: 17, memoryKiB: 64, parallelism: 1),
+                                                         allowWeakParameters: true))
+        XCTAssertNoThrow(try Keybag.create(password: password("pw"),
+                                           parameters: Argon2Parameters(timeCost: 16, memoryKiB: 64, parallelism: 8),
+                                           allowWeakParameters: true))
+    }
+}

@@ -42,7 +42,7 @@ final class MessageTests: XCTestCase {
         XCTAssertThrowsError(try Request.decode([0x01, 0x31] + Array(0..<15)), "short token")
         XCTAssertThrowsError(try Request.decode([0x01, 0x32] + Array(0..<17)), "trailing byte")
         XCTAssertEqual(Set(Opcode.allCases.filter(\.permittedForRoot)),
-                       [.hello, .status, .keyHandoff, .sessionOpen, .sessionClose])
+                       [.hello, .keyHandoff, .sessionOpen, .sessionClose])
     }
 
     func testEveryRequestRoundTrips() throws {
