@@ -59,7 +59,7 @@ final class AgentClient: @unchecked Sendable {
         }
         do {
             var reply = try FrameIO.readFrame(from: fd, maxLength: Wire.maxResponseFrame,
-                                              deadline: .now + AgentClient.responseTimeout)
+                                              deadline: .now + AgentClient.responseTimeout, awaitingReply: true)
             return try Response.decode(wiping: &reply)
         } catch {
             // The request may or may not have been carried out: report, never resend.

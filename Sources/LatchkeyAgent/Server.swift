@@ -72,6 +72,7 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     private func serve(fd: Int32, caller: Caller) {
+        let agentUID = getuid()
         while true {
             var payload: [UInt8]
             do {
@@ -90,7 +91,7 @@ public final class AgentServer: @unchecked Sendable {
             do {
                 let request = try Request.decode(wiping: &payload)
                 decoded = request
-                if caller.uid != getuid() && !request.opcode.permittedForRoot {
+                if caller.uid != agentUID && !request.opcode.permittedForRoot {
                     response = Response(status: SecStatus.authFailed, value: nil,
                                         message: "uid \(caller.uid) may only hand off keys and open or close sessions")
                 } else {
