@@ -6,17 +6,10 @@ struct DeleteGenericPassword: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete-generic-password",
         abstract: "Delete generic password items.",
-        discussion: """
-            Deletes every item that matches all the given attributes, like SecItemDelete, and \
-            prints how many were deleted when they can be counted (not while their class is \
-            locked). Deleting works after 'latchkey lock' but not after 'latchkey lock --all'. At \
-            least one attribute is required, so that a bare command cannot empty the keychain. \
-            Exits with status 44 if no item matches.
-
-            Examples:
-              latchkey delete-generic-password -s example.com -a alice
-              latchkey delete-generic-password -s api.example.com
-            """)
+        discussion: QueryHelp.delete(examples: [
+            "latchkey delete-generic-password -s example.com -a alice",
+            "latchkey delete-generic-password -s api.example.com",
+        ]))
 
     @Option(name: .customShort("s"), help: ArgumentHelp("Match the service (kSecAttrService).", valueName: "service"))
     var service: String?

@@ -6,17 +6,10 @@ struct DeleteInternetPassword: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete-internet-password",
         abstract: "Delete internet password items.",
-        discussion: """
-            Deletes every item that matches all the given attributes, like SecItemDelete, and \
-            prints how many were deleted when they can be counted (not while their class is \
-            locked). Deleting works after 'latchkey lock' but not after 'latchkey lock --all'. At \
-            least one attribute is required, so that a bare command cannot empty the keychain. \
-            Exits with status 44 if no item matches.
-
-            Examples:
-              latchkey delete-internet-password -s mail.example.com -a alice
-              latchkey delete-internet-password -s git.example.com -r htps
-            """)
+        discussion: QueryHelp.delete(examples: [
+            "latchkey delete-internet-password -s mail.example.com -a alice",
+            "latchkey delete-internet-password -s git.example.com -r htps",
+        ]))
 
     @OptionGroup(title: "Match")
     var item: InternetOptions

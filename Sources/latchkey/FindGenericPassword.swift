@@ -6,19 +6,10 @@ struct FindGenericPassword: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "find-generic-password",
         abstract: "Find a generic password item and print it.",
-        discussion: """
-            Prints the first item that matches all the given attributes (any item, if none is \
-            given): its class and its attributes, one per line, as "name"<type>=value. With -g the \
-            password follows on a 'password:' line; with -w only the password is printed, followed \
-            by a newline, for scripts.
-
-            Exits with status 44 if no item matches. Reading an item of a locked class fails with \
-            errSecInteractionNotAllowed (-25308): run 'latchkey unlock'.
-
-            Examples:
-              latchkey find-generic-password -s example.com -a alice
-              TOKEN=$(latchkey find-generic-password -s api.example.com -a ci -w)
-            """)
+        discussion: QueryHelp.find(examples: [
+            "latchkey find-generic-password -s example.com -a alice",
+            "TOKEN=$(latchkey find-generic-password -s api.example.com -a ci -w)",
+        ]))
 
     @Option(name: .customShort("s"), help: ArgumentHelp("Match the service (kSecAttrService).", valueName: "service"))
     var service: String?
@@ -32,15 +23,8 @@ struct FindGenericPassword: ParsableCommand {
     @Option(name: .customShort("G"), help: ArgumentHelp("Match the generic attribute (kSecAttrGeneric).", valueName: "value"))
     var generic: String?
 
-    @Flag(name: .customShort("w"), help: "Print only the password, followed by a newline.")
-    var passwordOnly = false
-
-    @Flag(name: .customShort("g"), help: "Print the password after the attributes.")
-    var withPassword = false
-
-    func validate() throws {
-        if passwordOnly && withPassword { throw ValidationError("-w and -g cannot be combined") }
-    }
+    @OptionGroup
+    var output: PasswordOutputOptions
 
     func run() throws {
         var filters: [String: Any] = [:]
@@ -48,6 +32,7 @@ struct FindGenericPassword: ParsableCommand {
         if let account { filters[kSecAttrAccount as String] = account }
         if let label { filters[kSecAttrLabel as String] = label }
         if let generic { filters[kSecAttrGeneric as String] = generic }
-        try ItemQuery.find(kSecClassGenericPassword, filters, passwordOnly: passwordOnly, withPassword: withPassword)
+        try ItemQuery.find(kSecClassGenericPassword, filters, passwordOnly: output.passwordOnly,
+                           withPassword: output.withPassword)
     }
 }
