@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,6 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -31,6 +29,9 @@ enum {
 /* Connects to <sockdir>/agent.sock after checking, without following symlinks, that the directory
  * is the user's own private directory and the socket is the user's; then checks that the peer
  * really is the user (SO_PEERCRED), so a swapped socket cannot point root at another daemon.
+ * The directory is opened once and checked through that descriptor, and the socket is reached
+ * through /proc/self/fd/N/agent.sock of the same descriptor, so nothing can swap the directory
+ * between the check and the connect (without /proc: the path, and then SO_PEERCRED alone).
  * Returns the fd, -2 when no agent listens, or -1 with `why` set. */
 int lk_agent_connect(const char *sockdir, uid_t uid, const char **why)
 {
@@ -39,33 +40,53 @@ int lk_agent_connect(const char *sockdir, uid_t uid, const char **why)
 	struct ucred cred;
 	struct timeval tv = { IO_TIMEOUT_S, 0 };
 	socklen_t credlen = sizeof cred;
-	int fd, n;
+	int dfd, fd, n;
 
+	dfd = open(sockdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (dfd < 0)
+		return errno == ENOENT ? -2 : errno == ELOOP || errno == ENOTDIR ?
+		       (*why = "socket directory is not a private directory owned by the user", -1) :
+		       (*why = "cannot open the socket directory", -1);
 	memset(&addr, 0, sizeof addr);
 	addr.sun_family = AF_UNIX;
-	n = snprintf(addr.sun_path, sizeof addr.sun_path, "%s/agent.sock", sockdir);
+	if (access("/proc/self/fd", X_OK) == 0)
+		n = snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/agent.sock", dfd);
+	else
+		n = snprintf(addr.sun_path, sizeof addr.sun_path, "%s/agent.sock", sockdir);
 	if (n < 0 || (size_t)n >= sizeof addr.sun_path)
-		return *why = "socket path too long", -1;
-	if (lstat(sockdir, &st) != 0)
-		return errno == ENOENT ? -2 : (*why = "cannot examine the socket directory", -1);
-	if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
-		return *why = "socket directory is not a private directory owned by the user", -1;
-	if (lstat(addr.sun_path, &st) != 0)
-		return errno == ENOENT ? -2 : (*why = "cannot examine the agent socket", -1);
-	if (!S_ISSOCK(st.st_mode) || st.st_uid != uid)
-		return *why = "agent.sock is not a socket owned by the user", -1;
+		n = -1, *why = "socket path too long";
+	else if (fstat(dfd, &st) != 0)
+		n = -1, *why = "cannot examine the socket directory";
+	else if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
+		n = -1, *why = "socket directory is not a private directory owned by the user";
+	else if (fstatat(dfd, "agent.sock", &st, AT_SYMLINK_NOFOLLOW) != 0)
+		n = errno == ENOENT ? -2 : (*why = "cannot examine the agent socket", -1);
+	else if (!S_ISSOCK(st.st_mode) || st.st_uid != uid)
+		n = -1, *why = "agent.sock is not a socket owned by the user";
+	else
+		n = 0;
+	if (n != 0) {
+		close(dfd);
+		return n;
+	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		close(dfd);
 		return *why = "socket() failed", -1;
+	}
+	/* Bounds connect() (a full backlog) and any blocking call; lk_agent_call adds its own deadline. */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
 		close(fd);
+		close(dfd);
 		return *why = "cannot set socket timeouts", -1;
 	}
 	while ((n = connect(fd, (struct sockaddr *)&addr, sizeof addr)) != 0 && errno == EINTR)
 		;
-	if (n != 0) {
+	if (n != 0)
 		n = errno;
+	close(dfd);
+	if (n != 0) {
 		close(fd);
 		/* A stale socket file left by an agent that died. */
 		return n == ECONNREFUSED || n == ENOENT ? -2 : (*why = "connect() failed", -1);
@@ -77,13 +98,37 @@ int lk_agent_connect(const char *sockdir, uid_t uid, const char **why)
 	return fd;
 }
 
-static int send_all(int fd, const uint8_t *buf, size_t len)
+/* Waits until `fd` is ready for `events` or `deadline` passes: 0 when ready, -1 otherwise. */
+static int wait_ready(int fd, short events, int64_t deadline)
+{
+	struct pollfd pfd;
+	int64_t left;
+	int r;
+
+	for (;;) {
+		left = deadline - lk_now_ms();
+		if (left <= 0)
+			return -1;
+		pfd.fd = fd, pfd.events = events, pfd.revents = 0;
+		r = poll(&pfd, 1, (int)left);
+		if (r > 0)
+			return 0;
+		if (r == 0 || errno != EINTR)
+			return -1;
+	}
+}
+
+/* Non-blocking sends and receives, each waiting only until the request's deadline: an agent that
+ * trickles its answer a byte at a time cannot stretch a call beyond LK_CALL_TIMEOUT_MS. */
+static int send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline)
 {
 	ssize_t n;
 
 	while (len > 0) {
-		n = send(fd, buf, len, MSG_NOSIGNAL);
+		n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_ready(fd, POLLOUT, deadline) == 0)
 			continue;
 		if (n <= 0)
 			return -1;
@@ -93,15 +138,17 @@ static int send_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-static int recv_all(int fd, uint8_t *buf, size_t len)
+static int recv_all(int fd, uint8_t *buf, size_t len, int64_t deadline)
 {
 	ssize_t n;
 
 	while (len > 0) {
-		n = recv(fd, buf, len, 0);
+		n = recv(fd, buf, len, MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) /* error, timeout or EOF inside a frame */
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_ready(fd, POLLIN, deadline) == 0)
+			continue;
+		if (n <= 0) /* error, deadline or EOF inside a frame */
 			return -1;
 		buf += n;
 		len -= (size_t)n;
@@ -110,12 +157,13 @@ static int recv_all(int fd, uint8_t *buf, size_t len)
 }
 
 /* One request, one response: `u32 len || 1 || opcode || body`, then reads the response frame whole
- * (so the connection stays usable) and returns its i32 status. The request is wiped after sending:
- * the key hand-off carries M and DF. */
+ * (so the connection stays usable) and returns its i32 status, all within LK_CALL_TIMEOUT_MS. The
+ * request is wiped after sending: the key hand-off carries M and DF. */
 int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *status)
 {
 	uint8_t frame[4 + 2 + MAX_BODY], head[6], skip[256];
 	uint32_t plen = (uint32_t)(len + 2), rlen;
+	int64_t deadline = lk_now_ms() + LK_CALL_TIMEOUT_MS;
 	int rc;
 
 	if (len > MAX_BODY)
@@ -128,37 +176,19 @@ int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *
 	frame[5] = (uint8_t)opcode;
 	if (len > 0)
 		memcpy(frame + 6, body, len);
-	rc = send_all(fd, frame, 6 + len);
+	rc = send_all(fd, frame, 6 + len, deadline);
 	lk_wipe(frame, sizeof frame);
-	if (rc != 0 || recv_all(fd, head, 4) != 0)
+	if (rc != 0 || recv_all(fd, head, 4, deadline) != 0)
 		return -1;
 	rlen = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
 	/* Cap before reading: at least version and status, at most a status with a message. */
-	if (rlen < 6 || rlen > MAX_RESPONSE || recv_all(fd, head, 6) != 0 || head[0] != WIRE_VERSION)
+	if (rlen < 6 || rlen > MAX_RESPONSE || recv_all(fd, head, 6, deadline) != 0 || head[0] != WIRE_VERSION)
 		return -1;
 	*status = (int32_t)((uint32_t)head[1] << 24 | (uint32_t)head[2] << 16 | (uint32_t)head[3] << 8 | head[4]);
 	for (rlen -= 6; rlen > 0; rlen -= (uint32_t)(rlen < sizeof skip ? rlen : sizeof skip))
-		if (recv_all(fd, skip, rlen < sizeof skip ? rlen : sizeof skip) != 0)
+		if (recv_all(fd, skip, rlen < sizeof skip ? rlen : sizeof skip, deadline) != 0)
 			return -1;
 	return 0;
-}
-
-/* Waits up to `ms` for `pid`, then kills it; never leaves a zombie. Returns the wait status. */
-static int reap(pid_t pid, int ms)
-{
-	int status = 0;
-	pid_t r;
-
-	for (;;) {
-		r = waitpid(pid, &status, ms > 0 ? WNOHANG : 0);
-		if (r == pid || (r < 0 && errno != EINTR))
-			return r == pid ? status : -1;
-		if (r == 0 && ms > 0) {
-			poll(NULL, 0, 10);
-			if ((ms -= 10) <= 0)
-				kill(pid, SIGKILL);
-		}
-	}
 }
 
 static char *concat(const char *a, const char *b)
@@ -173,41 +203,93 @@ static char *concat(const char *a, const char *b)
 	return s;
 }
 
-/* The child's half: runs as the user with a clean environment, then execs the agent. Only
- * async-signal-safe calls: the parent may have threads. */
-static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[], char *const envp[],
-			const char *sockdir, const char *logpath)
+/* Whether a file or directory could only have been written by root, or by the user we already run
+ * as (a screen locker starting nothing as anybody else). A world-writable directory is fine when
+ * sticky (/tmp): nobody else can rename or replace root's entries in it. */
+static int trusted(const struct stat *st, int dir)
 {
-	static const int reset[] = { SIGPIPE, SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGALRM, SIGUSR1, SIGUSR2 };
-	struct sigaction sa;
-	sigset_t none;
-	size_t i;
-	int fd, nul, log;
+	uid_t me = geteuid();
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	for (i = 0; i < sizeof reset / sizeof reset[0]; i++)
-		sigaction(reset[i], &sa, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (st->st_uid != 0 && st->st_uid != me)
+		return 0;
+	if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return 1;
+	return dir && (st->st_mode & S_ISVTX);
+}
+
+/* The agent runs as the user but is chosen by root's configuration: exec it only if it is a regular
+ * file owned by root (or by the user we already run as) that group and others cannot write, in
+ * directories nobody else can change. Symlinks are resolved first and the resolved path is what
+ * gets checked and executed. Before fork: realpath allocates. 0, or -1 with `why`. */
+int lk_agent_trusted(const char *path, char *resolved, size_t cap, const char **why)
+{
+	char *real = realpath(path, NULL), *slash;
+	struct stat st;
+	int ok = 1;
+
+	if (real == NULL)
+		return *why = errno == ENOENT ? "the agent executable does not exist (cannot execute it)"
+					      : "cannot resolve the agent executable's path", -1;
+	if (strlen(real) >= cap) {
+		free(real);
+		return *why = "the agent executable's path is too long", -1;
+	}
+	memcpy(resolved, real, strlen(real) + 1);
+	if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+		*why = "the agent executable is not a regular file", ok = 0;
+	else if (!trusted(&st, 0))
+		*why = "the agent executable is not owned by root or is writable by group or others", ok = 0;
+	/* Every directory above it, up to "/": "/a/b/x" checks "/a/b", "/a", "/". */
+	while (ok && (slash = strrchr(real, '/')) != NULL) {
+		slash[slash == real ? 1 : 0] = '\0';
+		if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode) || !trusted(&st, 1))
+			*why = "a directory above the agent executable is not owned by root or is writable by others", ok = 0;
+		if (slash == real)
+			break;
+	}
+	free(real);
+	return ok ? 0 : -1;
+}
+
+enum { EXIT_SOCKDIR = 125, EXIT_DROP = 126, EXIT_EXEC = 127 };
+
+/* The child's half: a clean slate, the user's identity, then the socket directory (created and
+ * checked as the user, through one descriptor), the log inside it, and exec. Only async-signal-safe
+ * calls: the parent may have threads. */
+static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[], char *const envp[],
+			const char *sockdir)
+{
+	struct stat st;
+	int fd, nul, dir, log;
+
+	lk_child_reset(ready_fd);
 	/* Keep the pipe away from 0-3 while those are rearranged; F_DUPFD clears FD_CLOEXEC. */
 	fd = fcntl(ready_fd, F_DUPFD, 10);
 	if (fd < 0 || setsid() < 0 || lk_drop_privileges(u) != 0)
-		_exit(126);
+		_exit(EXIT_DROP);
 	if (chdir(u->home) != 0 && chdir("/") != 0)
-		_exit(126);
+		_exit(EXIT_DROP);
 	nul = open("/dev/null", O_RDWR | O_NOCTTY);
 	if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0)
-		_exit(126);
-	(void)mkdir(sockdir, 0700); /* for the log; the agent checks the directory itself */
-	log = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY, 0600);
+		_exit(EXIT_DROP);
+	/* The user's private directory, or nothing: anybody can create /tmp/latchkey-UID first. Our own
+	 * directory with loose permissions is tightened, as the agent does. */
+	(void)mkdir(sockdir, 0700);
+	dir = open(sockdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (dir < 0 || fstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != u->uid ||
+	    ((st.st_mode & 077) && fchmod(dir, 0700) != 0))
+		_exit(EXIT_SOCKDIR);
+	log = openat(dir, "agent.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+		     0600);
+	if (log >= 0 && (fstat(log, &st) != 0 || !S_ISREG(st.st_mode)))
+		close(log), log = -1;
 	if (dup2(log >= 0 ? log : nul, 2) < 0 || dup2(fd, 3) < 0)
-		_exit(126);
+		_exit(EXIT_DROP);
 	if (syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
 		for (fd = 4; fd < 1024; fd++)
 			close(fd);
 	execve(argv[0], argv, envp);
-	_exit(127);
+	_exit(EXIT_EXEC);
 }
 
 /* Starts `agent --daemon --keychain DIR` as the user and waits (at most 5 s) until it listens:
@@ -216,18 +298,16 @@ static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[
 int lk_agent_start(const struct lk_user *u, const char *agent, const char *keychain, const char *sockdir,
 		   const char *runtime_env, const char **why)
 {
-	char *env[7] = { NULL }, logpath[4200], byte;
-	char *argv[5] = { (char *)(uintptr_t)agent, (char *)"--daemon", (char *)"--keychain",
-			  (char *)(uintptr_t)keychain, NULL };
-	struct sigaction dfl, old;
-	struct pollfd pfd;
-	struct timespec start, now;
-	int p[2], n = 0, ok = 0, status, rc = -1, waited = 0;
+	char *env[7] = { NULL }, exe[4096];
+	char *argv[5] = { exe, (char *)"--daemon", (char *)"--keychain", (char *)(uintptr_t)keychain, NULL };
+	uint8_t byte;
+	size_t got = 0;
+	int p[2], n = 0, ok, status = 0, rc = -1, reaped;
 	pid_t pid;
 
+	if (lk_agent_trusted(agent, exe, sizeof exe, why) != 0)
+		return -1;
 	*why = "out of memory";
-	if (snprintf(logpath, sizeof logpath, "%s/agent.log", sockdir) >= (int)sizeof logpath)
-		return *why = "socket directory path too long", -1;
 	/* Built before fork: the child may only make async-signal-safe calls. */
 	env[0] = concat("HOME=", u->home);
 	env[1] = concat("USER=", u->name);
@@ -242,46 +322,30 @@ int lk_agent_start(const struct lk_user *u, const char *agent, const char *keych
 		*why = "pipe() failed";
 		goto out;
 	}
-	/* The application may ignore SIGCHLD or reap children itself; we must reap ours. */
-	memset(&dfl, 0, sizeof dfl);
-	dfl.sa_handler = SIG_DFL;
-	sigaction(SIGCHLD, &dfl, &old);
-	pid = fork();
+	pid = lk_fork_quiet();
 	if (pid == 0) {
 		close(p[0]);
-		agent_child(u, p[1], argv, env, sockdir, logpath);
+		agent_child(u, p[1], argv, env, sockdir);
 	}
 	close(p[1]);
 	if (pid < 0) {
 		*why = "fork() failed";
 	} else {
-		pfd.fd = p[0];
-		pfd.events = POLLIN;
-		clock_gettime(CLOCK_MONOTONIC, &start);
-		while ((n = poll(&pfd, 1, READY_TIMEOUT_MS - waited)) < 0 && errno == EINTR) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			waited = (int)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
-			if (waited >= READY_TIMEOUT_MS) {
-				n = 0;
-				break;
-			}
-		}
-		if (n > 0) {
-			while ((n = (int)read(p[0], &byte, 1)) < 0 && errno == EINTR)
-				;
-			ok = 1; /* a byte: listening; EOF: exited, perhaps because another agent serves */
-		}
-		status = reap(pid, ok ? REAP_TIMEOUT_MS : 1);
-		if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 126)
+		/* A byte: listening. End of file: exited, perhaps because another agent serves. */
+		ok = lk_read_until(p[0], &byte, 1, &got, lk_now_ms() + READY_TIMEOUT_MS) == 0;
+		/* --daemon forks at once, so the process we started exits right after it is ready. */
+		reaped = lk_reap(pid, ok ? lk_now_ms() + REAP_TIMEOUT_MS : 0, &status);
+		if (reaped == 0 && WIFEXITED(status) && WEXITSTATUS(status) == EXIT_DROP)
 			*why = "cannot switch to the user for the agent";
-		else if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		else if (reaped == 0 && WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SOCKDIR)
+			*why = "the socket directory cannot be created or is not a private directory owned by the user";
+		else if (reaped == 0 && WIFEXITED(status) && WEXITSTATUS(status) == EXIT_EXEC)
 			*why = "cannot execute the agent";
 		else if (!ok)
 			*why = "the agent did not become ready within 5 s";
 		else
 			rc = 0;
 	}
-	sigaction(SIGCHLD, &old, NULL);
 	close(p[0]);
 out:
 	for (n = 0; n < 7; n++)

@@ -74,6 +74,12 @@ int lk_params_ok(uint32_t t, uint32_t m, uint32_t p, int creating, int allow_wea
 	return !creating || allow_weak || m >= LK_MIN_CREATE_MEMORY_KIB;
 }
 
+/* The PAM module's own limits (docs/KEYBAG.md, "PAM limits"), on top of lk_params_ok. */
+int lk_params_pam_ok(uint32_t t, uint32_t m, uint32_t p)
+{
+	return t <= LK_PAM_MAX_T && m <= LK_PAM_MAX_M_KIB && p <= LK_PAM_MAX_P;
+}
+
 /* "Reading": the checks in the documented order, stopping at the first failure. */
 enum lk_result lk_parse(const uint8_t *buf, size_t len, struct lk_keybag *kb, const char **reason)
 {
@@ -165,13 +171,14 @@ void lk_serialize(const struct lk_keybag *kb, uint8_t out[LK_KEYBAG_SIZE])
 		memset(out + OFF_CHECKSUM, 0, 32);
 }
 
-/* M = Argon2id(password, salt, t, m, p), version 0x13, 32 bytes. The password bytes are used raw. */
+/* M = Argon2id(password, salt, t, m, p), version 0x13, 32 bytes. The password bytes are used raw.
+ * Never beyond the PAM limits: this is the module's only derivation, and it runs as root. */
 int lk_master_key(const void *pw, size_t pwlen, const uint8_t salt[LK_SALT_LEN], uint32_t t, uint32_t m,
 		  uint32_t p, uint8_t out[LK_KEY_LEN])
 {
 	argon2_context ctx;
 
-	if (!lk_params_ok(t, m, p, 0, 1) || pwlen > UINT32_MAX)
+	if (!lk_params_ok(t, m, p, 0, 1) || !lk_params_pam_ok(t, m, p) || pwlen > UINT32_MAX)
 		return -1;
 	memset(&ctx, 0, sizeof ctx);
 	ctx.out = out;

@@ -21,6 +21,15 @@ enum {
 	LK_MIN_CREATE_MEMORY_KIB = 65536
 };
 
+/* The Argon2 limits of the PAM module (docs/KEYBAG.md, "PAM limits"). The module derives in root
+ * processes (the login, sudo, a display manager) from parameters stored in a file the user can
+ * write, so it refuses a keybag beyond these instead of letting its owner hang or starve the host. */
+enum {
+	LK_PAM_MAX_T = 16,
+	LK_PAM_MAX_M_KIB = 1048576, /* 1 GiB */
+	LK_PAM_MAX_P = 8
+};
+
 /* Results of the keybag functions. Never a password-dependent value except LK_WRONG_PASSWORD. */
 enum lk_result {
 	LK_OK = 0,
@@ -49,6 +58,7 @@ LK_HIDDEN void lk_wipe(void *p, size_t n);
 LK_HIDDEN int lk_random(void *p, size_t n);
 LK_HIDDEN const char *lk_result_text(enum lk_result r);
 LK_HIDDEN int lk_params_ok(uint32_t t, uint32_t m, uint32_t p, int creating, int allow_weak);
+LK_HIDDEN int lk_params_pam_ok(uint32_t t, uint32_t m, uint32_t p);
 LK_HIDDEN enum lk_result lk_parse(const uint8_t *buf, size_t len, struct lk_keybag *kb, const char **reason);
 LK_HIDDEN void lk_serialize(const struct lk_keybag *kb, uint8_t out[LK_KEYBAG_SIZE]);
 LK_HIDDEN int lk_master_key(const void *pw, size_t pwlen, const uint8_t salt[LK_SALT_LEN], uint32_t t,
@@ -97,10 +107,27 @@ struct lk_user {
 	int ngroups;
 };
 
-LK_HIDDEN int lk_drop_privileges(const struct lk_user *u);
+/* Every request to the agent (write and read together) must finish within this time. */
+enum { LK_CALL_TIMEOUT_MS = 5000 };
+
 LK_HIDDEN int lk_agent_connect(const char *sockdir, uid_t uid, const char **why);
 LK_HIDDEN int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *status);
+LK_HIDDEN int lk_agent_trusted(const char *path, char *resolved, size_t cap, const char **why);
 LK_HIDDEN int lk_agent_start(const struct lk_user *u, const char *agent, const char *keychain,
 			     const char *sockdir, const char *runtime_env, const char **why);
+
+/* child.c: children of the login process. The module runs inside someone else's program, so a
+ * child never touches the application's SIGCHLD (lk_fork_quiet), starts from a clean slate before it
+ * becomes the user (lk_child_reset, lk_drop_privileges), and is never waited for beyond a deadline
+ * (the user can stop it, or it can sit on a hung network file system): lk_read_until, lk_reap.
+ * Deadlines are CLOCK_MONOTONIC milliseconds (lk_now_ms). */
+enum { LK_KILL_GRACE_MS = 1000 };
+
+LK_HIDDEN int64_t lk_now_ms(void);
+LK_HIDDEN pid_t lk_fork_quiet(void);
+LK_HIDDEN void lk_child_reset(int keep_fd);
+LK_HIDDEN int lk_drop_privileges(const struct lk_user *u);
+LK_HIDDEN int lk_read_until(int fd, uint8_t *buf, size_t cap, size_t *len, int64_t deadline);
+LK_HIDDEN int lk_reap(pid_t pid, int64_t deadline, int *status);
 
 #endif

@@ -1,10 +1,11 @@
 /* pam_latchkey: unlocks the latchkey keychain with the login password.
  *
  * auth     derives the master key M from PAM_AUTHTOK and the user's keybag (read as the user),
- *          checks it against the verifier, and keeps only M and the device factor DF (pam_set_data);
- *          a running agent (a screen locker authenticating) gets them at once.
- * session  hands M and DF to the agent, starting it as the user when none runs, registers the
- *          session with a random token, and unregisters it on close.
+ *          checks it against the verifier, and keeps only M and the device factor DF (pam_set_data),
+ *          bound to the user's uid and name; a running agent (a screen locker) gets them at once.
+ * session  registers the session with the agent under a random token (starting the agent as the
+ *          user when none runs), then hands it M and DF, if auth kept them for this same user;
+ *          unregisters the session on close.
  * password re-wraps the password classes under the new password (same class keys), as the user.
  *
  * The module never authenticates anyone and never fails a login: every problem is logged and
@@ -15,7 +16,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +37,9 @@
 #define DATA_KEY "pam_latchkey_key"
 #define DATA_TOKEN "pam_latchkey_session"
 
-enum { PATH_CAP = 4096, JOB_OUT_CAP = 4096, DROP_FAILED = 250 };
+enum { PATH_CAP = 4096, JOB_OUT_CAP = 4096, NAME_CAP = 256, DROP_FAILED = 250 };
+/* A child doing file work as the user gets this long, in all, before it is killed. */
+enum { FILE_TIMEOUT_MS = 10000 };
 enum { DEFAULT_T = 2, DEFAULT_M = 262144, DEFAULT_P = 2 };
 
 #define LOG(c, prio, ...) pam_syslog((c)->pamh, LOG_AUTHPRIV | (prio), __VA_ARGS__)
@@ -46,16 +48,30 @@ enum { DEFAULT_T = 2, DEFAULT_M = 262144, DEFAULT_P = 2 };
 struct options {
 	int debug, auto_create, allow_weak;
 	uint32_t t, m, p;
-	const char *keychain, *agent, *runtime_dir, *machine_secret;
+	const char *keychain, *agent, *runtime_dir, *machine_secret, *only_services;
+};
+
+/* Whose data it is: what auth and open_session leave is used only while PAM_USER is still the same
+ * user (sudo, for one, changes PAM_USER between authentication and the session). */
+struct owner {
+	uid_t uid;
+	char name[NAME_CAP];
 };
 
 /* What auth leaves for the session (pam_set_data): M and DF, never the password. */
 enum stash_state { STASH_NONE, STASH_VERIFIED, STASH_MISMATCH, STASH_CREATE };
 struct stash {
+	struct owner owner;
 	int state, has_df, delivered; /* delivered: a running agent took M at auth; M is wiped */
 	uint8_t master[LK_KEY_LEN], df[LK_KEY_LEN];
 	uint8_t salt[LK_SALT_LEN]; /* STASH_CREATE: M was derived with this salt and t, m, p */
 	uint32_t t, m, p;
+};
+
+/* What open_session leaves for close_session. */
+struct token {
+	struct owner owner;
+	uint8_t value[LK_TOKEN_LEN];
 };
 
 struct ctx {
@@ -125,15 +141,18 @@ static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struc
 			o->runtime_dir = a + 12;
 		else if (strncmp(a, "machine_secret=", 15) == 0 && a[15] == '/')
 			o->machine_secret = a + 15;
+		else if (strncmp(a, "only_services=", 14) == 0)
+			o->only_services = a + 14;
 		else if (!(strncmp(a, "argon2_t=", 9) == 0 && parse_u32(a + 9, &o->t) == 0) &&
 			 !(strncmp(a, "argon2_m=", 9) == 0 && parse_u32(a + 9, &o->m) == 0) &&
 			 !(strncmp(a, "argon2_p=", 9) == 0 && parse_u32(a + 9, &o->p) == 0))
 			pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING, "unknown or invalid option '%s' ignored", a);
 	}
-	if (!lk_params_ok(o->t, o->m, o->p, 1, o->allow_weak)) {
+	if (!lk_params_ok(o->t, o->m, o->p, 1, o->allow_weak) || !lk_params_pam_ok(o->t, o->m, o->p)) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING,
-			   "Argon2 parameters t=%u m=%u p=%u refused (below 65536 KiB needs allow_weak_argon2); "
-			   "using t=%d m=%d p=%d", o->t, o->m, o->p, DEFAULT_T, DEFAULT_M, DEFAULT_P);
+			   "Argon2 parameters t=%u m=%u p=%u refused (below 65536 KiB needs allow_weak_argon2; "
+			   "at most t=%d m=%d p=%d); using t=%d m=%d p=%d", o->t, o->m, o->p, LK_PAM_MAX_T,
+			   LK_PAM_MAX_M_KIB, LK_PAM_MAX_P, DEFAULT_T, DEFAULT_M, DEFAULT_P);
 		o->t = DEFAULT_T, o->m = DEFAULT_M, o->p = DEFAULT_P;
 	}
 }
@@ -160,6 +179,23 @@ static int expand(const char *tmpl, const struct lk_user *u, char *out, size_t c
 	}
 	out[o] = '\0';
 	return out[0] == '/' ? 0 : -1;
+}
+
+/* Whether `service` is one of the comma-separated names in `list`. */
+static int listed(const char *list, const char *service)
+{
+	size_t n = strlen(service), len;
+	const char *comma;
+
+	for (;;) {
+		comma = strchr(list, ',');
+		len = comma != NULL ? (size_t)(comma - list) : strlen(list);
+		if (len == n && n > 0 && strncmp(list, service, n) == 0)
+			return 1;
+		if (comma == NULL)
+			return 0;
+		list = comma + 1;
+	}
 }
 
 static int path_join(char *out, const char *dir, const char *name)
@@ -191,6 +227,13 @@ static struct ctx *ctx_new(pam_handle_t *pamh, int argc, const char **argv)
 		return NULL;
 	c->pamh = pamh;
 	parse_options(pamh, argc, argv, &c->opt);
+	if (c->opt.only_services != NULL &&
+	    (pam_get_item(pamh, PAM_SERVICE, &item) != PAM_SUCCESS || item == NULL ||
+	     !listed(c->opt.only_services, item))) {
+		DEBUG(c, "service '%s' is not in only_services: nothing to do", item != NULL ? (const char *)item : "");
+		goto fail;
+	}
+	item = NULL;
 	if (pam_get_item(pamh, PAM_USER, &item) != PAM_SUCCESS || item == NULL || *(const char *)item == '\0') {
 		DEBUG(c, "no user name");
 		goto fail;
@@ -255,20 +298,6 @@ fail:
 
 /* ---- privileges ---- */
 
-/* Becomes the user for good: groups, gid, uid, then proves it cannot come back. Async-signal-safe. */
-int lk_drop_privileges(const struct lk_user *u)
-{
-	if (geteuid() != 0)
-		return getuid() == u->uid && geteuid() == u->uid ? 0 : -1;
-	if (setgroups((size_t)u->ngroups, u->groups) != 0 || setgid(u->gid) != 0 || setuid(u->uid) != 0)
-		return -1;
-	if (getuid() != u->uid || geteuid() != u->uid || getgid() != u->gid || getegid() != u->gid)
-		return -1;
-	if (u->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0))
-		return -1;
-	return 0;
-}
-
 static int write_full(int fd, const uint8_t *buf, size_t len)
 {
 	ssize_t n;
@@ -318,16 +347,16 @@ static int job_run(const struct lk_user *u, struct job *j)
 	return EINVAL;
 }
 
-/* Runs `j` as the user: in a forked child that drops privileges when we are root, in-process when
- * we already are the user (a screen locker), never as anybody else. Returns 0 or an errno value
- * (DROP_FAILED when the user's identity could not be taken); j->out receives the child's output. */
+/* Runs `j` as the user: in a child that drops privileges when we are root (child.c: no SIGCHLD, a
+ * clean slate, killed after FILE_TIMEOUT_MS), in-process when we already are the user (a screen
+ * locker), never as anybody else. Returns 0 or an errno value (DROP_FAILED when the user's identity
+ * could not be taken, ETIMEDOUT when the child was killed); j->out receives the child's output. */
 static int as_user(struct ctx *c, struct job *j)
 {
-	struct sigaction dfl, old;
-	int p[2], status = 0, rc;
+	int64_t deadline;
+	int p[2], status = 0, rc, reaped, fork_errno;
 	size_t len = 0;
-	ssize_t n;
-	pid_t pid, r = -1;
+	pid_t pid;
 
 	j->out_len = 0;
 	if (geteuid() != 0) {
@@ -336,34 +365,34 @@ static int as_user(struct ctx *c, struct job *j)
 	}
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return errno;
-	memset(&dfl, 0, sizeof dfl);
-	dfl.sa_handler = SIG_DFL; /* the application may ignore or reap children; we reap ours */
-	sigaction(SIGCHLD, &dfl, &old);
-	pid = fork();
+	deadline = lk_now_ms() + FILE_TIMEOUT_MS;
+	pid = lk_fork_quiet();
+	fork_errno = errno;
 	if (pid == 0) {
 		close(p[0]);
+		lk_child_reset(p[1]);
 		rc = lk_drop_privileges(&c->user) == 0 ? job_run(&c->user, j) : DROP_FAILED;
 		if (rc == 0 && j->out_len > 0 && write_full(p[1], j->out, j->out_len) != 0)
 			rc = EIO;
 		lk_wipe(j->out, sizeof j->out);
 		_exit(rc & 0xff);
 	}
-	rc = pid < 0 ? errno : 0;
 	close(p[1]);
-	while (pid > 0 && len < sizeof j->out) {
-		n = read(p[0], j->out + len, sizeof j->out - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
+	if (pid < 0) {
+		rc = fork_errno;
+	} else {
+		rc = lk_read_until(p[0], j->out, sizeof j->out, &len, deadline);
+		reaped = lk_reap(pid, rc == 0 ? deadline : 0, &status);
+		if (reaped != 0) {
+			LOG(c, LOG_WARNING, "%s: the child acting as %s did not finish within %d s: %s", j->path,
+			    c->user.name, FILE_TIMEOUT_MS / 1000, reaped == ETIMEDOUT ? "killed"
+			    : "killed, but not collected (left as a zombie)");
+			rc = ETIMEDOUT;
+		} else if (rc == 0) {
+			rc = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
+		}
 	}
 	close(p[0]);
-	while (pid > 0 && (r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-		;
-	if (pid > 0)
-		rc = r != pid ? ECHILD : !WIFEXITED(status) ? EINTR : WEXITSTATUS(status);
-	sigaction(SIGCHLD, &old, NULL);
 	if (rc == LK_DIR_NOT_SYNCED) {
 		LOG(c, LOG_WARNING, "%s written, but its directory could not be synced", j->path);
 		rc = 0;
@@ -378,6 +407,7 @@ static int as_user(struct ctx *c, struct job *j)
 static const char *errtext(int rc)
 {
 	return rc == DROP_FAILED ? "cannot act as the user" : rc == ESTALE ? "the file changed meanwhile"
+	     : rc == ETIMEDOUT ? "no answer from the file system in time"
 	     : rc == ENOTEMPTY ? "keychain.db exists without a keybag" : strerror(rc);
 }
 
@@ -402,6 +432,13 @@ static int read_keybag(struct ctx *c, struct lk_keybag *kb)
 		rc = -1;
 	} else if ((r = lk_parse(j->out, j->out_len, kb, &reason)) != LK_OK) {
 		LOG(c, LOG_ERR, "%s: %s%s%s", c->keybag, lk_result_text(r), *reason ? ": " : "", reason);
+		rc = -1;
+	} else if (!lk_params_pam_ok(kb->t, kb->m, kb->p)) {
+		/* The file is the user's: its Argon2 cost must not be able to hang or starve a root process. */
+		LOG(c, LOG_WARNING, "%s: Argon2 parameters t=%u m=%u KiB p=%u exceed the module's limits "
+		    "(t <= %d, m <= %d KiB, p <= %d): not using this keychain", c->keybag, kb->t, kb->m, kb->p,
+		    LK_PAM_MAX_T, LK_PAM_MAX_M_KIB, LK_PAM_MAX_P);
+		lk_wipe(kb, sizeof *kb);
 		rc = -1;
 	}
 	lk_wipe(j, sizeof *j);
@@ -465,7 +502,41 @@ static void remove_marker(struct ctx *c)
 	free(j);
 }
 
-/* ---- the stash ---- */
+/* ---- the stash and the session token ---- */
+
+/* Records the current user as the owner; -1 for a name too long to record (then nothing is kept). */
+static int owner_set(struct ctx *c, struct owner *o)
+{
+	size_t n = strlen(c->user.name);
+
+	if (n >= sizeof o->name) {
+		LOG(c, LOG_ERR, "user name too long: nothing kept for the session");
+		return -1;
+	}
+	o->uid = c->user.uid;
+	memcpy(o->name, c->user.name, n + 1);
+	return 0;
+}
+
+/* Whether data recorded for `o` may be used for the current PAM_USER: same uid and same name. */
+static int owner_is_user(struct ctx *c, const struct owner *o, const char *what)
+{
+	if (o->uid == c->user.uid && strncmp(o->name, c->user.name, sizeof o->name) == 0)
+		return 1;
+	LOG(c, LOG_NOTICE, "%s belongs to %s (uid %lu), but PAM_USER is now %s (uid %lu): dropped, not used",
+	    what, o->name, (unsigned long)o->uid, c->user.name, (unsigned long)c->user.uid);
+	return 0;
+}
+
+/* Forgets (and, through its cleanup function, wipes) what pam_set_data holds under `key`. */
+static void drop_data(pam_handle_t *pamh, const char *key)
+{
+	const void *data = NULL;
+
+	if (pam_get_data(pamh, key, &data) == PAM_SUCCESS && data != NULL &&
+	    pam_set_data(pamh, key, NULL, NULL) != PAM_SUCCESS)
+		pam_syslog(pamh, LOG_AUTHPRIV | LOG_ERR, "cannot drop %s", key);
+}
 
 static void stash_cleanup(pam_handle_t *pamh, void *data, int error_status)
 {
@@ -481,6 +552,10 @@ static void stash_keep(struct ctx *c, const struct stash *s)
 	if (copy == NULL)
 		return;
 	*copy = *s;
+	if (owner_set(c, &copy->owner) != 0) {
+		stash_cleanup(c->pamh, copy, 0);
+		return;
+	}
 	if (pam_set_data(c->pamh, DATA_KEY, copy, stash_cleanup) != PAM_SUCCESS) {
 		LOG(c, LOG_ERR, "pam_set_data failed");
 		stash_cleanup(c->pamh, copy, 0);
@@ -529,6 +604,7 @@ static int create_keybag(struct ctx *c, struct stash *s)
 		goto out;
 	}
 	s->has_df = have_ms && lk_device_factor(ms, (uint32_t)c->user.uid, kb.id, s->df) == 0;
+	lk_wipe(ms, sizeof ms); /* before the child that runs as the user gets a copy of this stack */
 	lk_serialize(&kb, file);
 	lk_tmp_suffix(suffix);
 	j->kind = JOB_CREATE, j->path = c->keybag, j->dir = c->keychain, j->database = c->database;
@@ -559,7 +635,7 @@ static int agent_connection(struct ctx *c, int start)
 	if (fd == -2 && start) {
 		if (lk_agent_start(&c->user, c->opt.agent, c->keychain, c->sockdir, c->has_runtime ? c->runtime : NULL,
 				   &why) != 0) {
-			LOG(c, LOG_ERR, "cannot start %s for %s: %s", c->opt.agent, c->user.name, why);
+			LOG(c, LOG_WARNING, "cannot start %s for %s: %s", c->opt.agent, c->user.name, why);
 			return -1;
 		}
 		fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
@@ -602,6 +678,7 @@ static int handoff(struct ctx *c, int fd, const struct stash *s)
 static void token_cleanup(pam_handle_t *pamh, void *data, int error_status)
 {
 	(void)pamh, (void)error_status;
+	lk_wipe(data, sizeof(struct token));
 	free(data);
 }
 
@@ -621,7 +698,7 @@ static int session_call(struct ctx *c, int fd, int opcode, const uint8_t token[L
 
 PUBLIC int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-	struct ctx *c = ctx_new(pamh, argc, argv);
+	struct ctx *c;
 	const void *tok = NULL;
 	struct lk_keybag kb;
 	struct stash s;
@@ -631,7 +708,9 @@ PUBLIC int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const ch
 	(void)flags;
 	memset(&s, 0, sizeof s);
 	memset(&kb, 0, sizeof kb);
-	if (c == NULL)
+	/* A new authentication (a retry, another user) replaces whatever an earlier one left. */
+	drop_data(pamh, DATA_KEY);
+	if ((c = ctx_new(pamh, argc, argv)) == NULL)
 		return PAM_IGNORE;
 	if (pam_get_item(pamh, PAM_AUTHTOK, &tok) != PAM_SUCCESS || tok == NULL) {
 		DEBUG(c, "no PAM_AUTHTOK (pam_latchkey never prompts): nothing to do");
@@ -684,22 +763,48 @@ PUBLIC int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **
 	return PAM_SUCCESS;
 }
 
+/* Registers the session under a new random token, kept (with its owner) for close_session. */
+static int session_open(struct ctx *c, int fd)
+{
+	struct token *t = calloc(1, sizeof *t);
+	int rc = -1;
+
+	if (t == NULL || owner_set(c, &t->owner) != 0 || lk_random(t->value, sizeof t->value) != 0 ||
+	    session_call(c, fd, LK_OP_SESSION_OPEN, t->value) != 0) {
+		token_cleanup(c->pamh, t, 0);
+		return -1;
+	}
+	if (pam_set_data(c->pamh, DATA_TOKEN, t, token_cleanup) == PAM_SUCCESS)
+		rc = 0;
+	else
+		token_cleanup(c->pamh, t, 0);
+	return rc;
+}
+
 PUBLIC int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
 	struct ctx *c = ctx_new(pamh, argc, argv);
 	struct stash *s = NULL;
 	struct lk_keybag kb;
 	const void *data = NULL;
-	uint8_t token[LK_TOKEN_LEN], *kept;
-	int ret = PAM_IGNORE, fd = -1;
+	int ret = PAM_IGNORE, fd, give;
 
 	(void)flags;
-	if (c == NULL)
+	if (c == NULL) {
+		drop_data(pamh, DATA_KEY);
 		return PAM_IGNORE;
-	if (pam_get_data(pamh, DATA_KEY, &data) == PAM_SUCCESS && data != NULL)
+	}
+	if (pam_get_data(pamh, DATA_KEY, &data) == PAM_SUCCESS && data != NULL) {
 		s = (struct stash *)(uintptr_t)data;
+		/* Derived for another user (sudo authenticates the caller, then opens the target's session). */
+		if (!owner_is_user(c, &s->owner, "the key derived at authentication")) {
+			drop_data(pamh, DATA_KEY);
+			s = NULL;
+		}
+	}
 	/* Linux-PAM clears PAM_AUTHTOK when pam_authenticate returns, so only auth can derive the key
 	 * of a new keychain (auto_create on the auth line); the session writes it (auto_create here). */
+	memset(&kb, 0, sizeof kb);
 	if (s == NULL && c->opt.auto_create && read_keybag(c, &kb) == ENOENT)
 		LOG(c, LOG_NOTICE, "no keychain for %s, and no key derived at authentication to create one "
 		    "(auto_create must be on the auth line too)", c->user.name);
@@ -708,25 +813,23 @@ PUBLIC int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
 		ret = PAM_SUCCESS;
 	if (s != NULL && s->state == STASH_MISMATCH)
 		write_marker(c, MARK_LOGIN);
-	if (s != NULL && s->state == STASH_VERIFIED) {
+	if (s != NULL && s->state == STASH_VERIFIED)
 		remove_marker(c);
-		if ((fd = agent_connection(c, !s->delivered)) >= 0 && (s->delivered || handoff(c, fd, s) == 0))
+	give = s != NULL && s->state == STASH_VERIFIED && !s->delivered;
+	if ((fd = agent_connection(c, give)) >= 0) {
+		/* The session first: once the agent counts it, the close of the user's last other session
+		 * (racing with this login) can no longer lock the keys handed over next. */
+		if (session_open(c, fd) == 0)
 			ret = PAM_SUCCESS;
-	} else {
-		fd = agent_connection(c, 0);
-	}
-	if (fd >= 0 && lk_random(token, sizeof token) == 0 && session_call(c, fd, LK_OP_SESSION_OPEN, token) == 0 &&
-	    (kept = malloc(sizeof token)) != NULL) {
-		memcpy(kept, token, sizeof token);
-		if (pam_set_data(pamh, DATA_TOKEN, kept, token_cleanup) != PAM_SUCCESS)
-			free(kept);
-		ret = PAM_SUCCESS;
-	}
-	if (fd >= 0)
+		if (give && handoff(c, fd, s) == 0)
+			ret = PAM_SUCCESS;
+		if (s != NULL && s->state == STASH_VERIFIED && s->delivered)
+			ret = PAM_SUCCESS;
 		close(fd);
+	}
 	/* M has been delivered (or is of no use now): do not keep it for the rest of the session. */
-	if (s != NULL && pam_set_data(pamh, DATA_KEY, NULL, NULL) != PAM_SUCCESS)
-		LOG(c, LOG_ERR, "cannot drop the key kept since authentication");
+	if (s != NULL)
+		drop_data(pamh, DATA_KEY);
 	ctx_free(c);
 	return ret;
 }
@@ -734,21 +837,25 @@ PUBLIC int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
 PUBLIC int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
 	const void *data = NULL;
+	const struct token *t;
 	struct ctx *c;
 	int ret = PAM_IGNORE, fd;
 
 	(void)flags;
 	if (pam_get_data(pamh, DATA_TOKEN, &data) != PAM_SUCCESS || data == NULL)
 		return PAM_IGNORE;
-	if ((c = ctx_new(pamh, argc, argv)) == NULL)
+	t = data;
+	if ((c = ctx_new(pamh, argc, argv)) == NULL) {
+		drop_data(pamh, DATA_TOKEN);
 		return PAM_IGNORE;
-	if ((fd = agent_connection(c, 0)) >= 0) {
-		if (session_call(c, fd, LK_OP_SESSION_CLOSE, data) == 0)
+	}
+	/* Only the agent of the user whose session was opened may hear of its close. */
+	if (owner_is_user(c, &t->owner, "the session token") && (fd = agent_connection(c, 0)) >= 0) {
+		if (session_call(c, fd, LK_OP_SESSION_CLOSE, t->value) == 0)
 			ret = PAM_SUCCESS;
 		close(fd);
 	}
-	if (pam_set_data(pamh, DATA_TOKEN, NULL, NULL) != PAM_SUCCESS)
-		LOG(c, LOG_ERR, "cannot drop the session token");
+	drop_data(pamh, DATA_TOKEN);
 	ctx_free(c);
 	return ret;
 }

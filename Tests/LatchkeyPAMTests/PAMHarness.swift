@@ -11,6 +11,10 @@ import Glibc
 /// PAM service file in /etc/pam.d naming the module by absolute path, a private runtime directory
 /// and machine secret, and runs `pamtester` as root and the `latchkey` CLI as the user. Needs root
 /// and pamtester; skipped otherwise. Everything is removed in tearDown.
+///
+/// The module runs only an agent that nobody but root can have written (the file and every directory
+/// above it), so the tests give it a root-owned copy of the built `latchkeyd` in their own directory:
+/// that holds whoever owns the checkout and whatever its permissions.
 class PAMTestCase: XCTestCase {
     static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
@@ -35,13 +39,15 @@ class PAMTestCase: XCTestCase {
     var services: [String] = []
 
     var keychainDirectory: String { home + "/.local/share/latchkey" }
+    /// The agent the module starts: a copy of the built latchkeyd, root's, mode 0755, in `base/bin`.
+    var agentPath: String { base + "/bin/latchkeyd" }
     var keybagPath: String { keychainDirectory + "/keybag" }
     var markerPath: String { keychainDirectory + "/password-out-of-step" }
 
     /// Options every module line gets: the built agent, private directories, cheap Argon2id for
     /// keybags the module creates, and debug logging.
     var moduleOptions: String {
-        "agent=\(Self.binDirectory)/latchkeyd runtime_dir=\(runtime) machine_secret=\(machineSecret) "
+        "agent=\(agentPath) runtime_dir=\(runtime) machine_secret=\(machineSecret) "
             + "allow_weak_argon2 argon2_t=1 argon2_m=8192 argon2_p=1 debug"
     }
 
@@ -79,6 +85,17 @@ class PAMTestCase: XCTestCase {
         chmod(base, 0o755)
         chmod(runtime, 0o700)
         chown(runtime, uid, gid)
+        try installAgent(at: agentPath)
+    }
+
+    /// Copies the built latchkeyd to `path` (root's, mode 0755, in a directory of mode 0755).
+    func installAgent(at path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o755)
+        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.copyItem(atPath: Self.binDirectory + "/latchkeyd", toPath: path)
+        chmod(path, 0o755)
     }
 
     override func tearDown() {

@@ -200,6 +200,31 @@ final class PAMIntegrationTests: PAMTestCase {
         XCTAssertNil(keybagBytes(), "created without a key derived at authentication")
     }
 
+    /// The module starts only an agent nobody but root can have written: a root-owned latchkeyd in a
+    /// directory the user owns could be swapped for anything, so it is not run (the login still works).
+    func testAgentInADirectoryOthersCanWriteIsNotStarted() throws {
+        try createKeychainWithItem()
+        stopUserProcesses()
+        let userBin = base + "/user-bin"
+        try installAgent(at: userBin + "/latchkeyd")
+        XCTAssertEqual(chown(userBin, uid, gid), 0)
+        let service = try installService([
+            "auth requisite pam_unix.so",
+            moduleLine("auth", "optional", "agent=\(userBin)/latchkeyd"),
+            "session required pam_unix.so",
+            moduleLine("session", "optional", "agent=\(userBin)/latchkeyd"),
+        ])
+        let login = try pamtester(service, ["authenticate", "open_session"], input: password + "\n")
+        XCTAssertEqual(login.status, 0, login.err)
+        XCTAssertTrue(userPIDs().isEmpty, "an agent in a directory the user can write was started")
+
+        // The same binary where only root can change it is started, and unlocks.
+        let trusted = try standardService()
+        XCTAssertEqual(try pamtester(trusted, ["authenticate", "open_session"], input: password + "\n").status, 0)
+        XCTAssertFalse(userPIDs().isEmpty, "the trusted agent was not started")
+        XCTAssertEqual(try readItem(), "s3cret")
+    }
+
     /// (f) Sessions are counted: closing one of two keeps the keys; closing the last locks every
     /// password class (the Always classes stay).
     func testClosingTheLastSessionLocksPasswordClasses() throws {
@@ -234,7 +259,7 @@ final class PAMIntegrationTests: PAMTestCase {
         XCTAssertEqual(try cli(["lock"]).status, 0)
         XCTAssertNil(try readItem())
         let service = try installService(["auth requisite pam_unix.so",
-                                           "auth optional \(Self.modulePath) agent=\(Self.binDirectory)/latchkeyd debug"])
+                                           "auth optional \(Self.modulePath) agent=\(agentPath) debug"])
         let unlock = try asUser([Self.pamtester, service, user, "authenticate"], input: password + "\n")
         XCTAssertEqual(unlock.status, 0, unlock.err)
         XCTAssertEqual(try readItem(), "s3cret")
@@ -279,7 +304,7 @@ final class PAMIntegrationTests: PAMTestCase {
 
         // The screen locker authenticates as the user.
         let locker = try installService(["auth requisite pam_unix.so",
-                                         "auth optional \(Self.modulePath) agent=\(Self.binDirectory)/latchkeyd debug"])
+                                         "auth optional \(Self.modulePath) agent=\(agentPath) debug"])
         let unlock = try asUser([Self.pamtester, locker, user, "authenticate"], input: password + "\n")
         XCTAssertEqual(unlock.status, 0, unlock.err)
         XCTAssertEqual(try readItem(), "s3cret")

@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -393,6 +394,47 @@ static void test_create(void)
 	}
 }
 
+/* The PAM limits: the reader accepts what docs/KEYBAG.md allows, but the module never derives from a
+ * keybag beyond t 16, m 1 GiB, p 8 (a user-writable file must not hang or starve a root process). */
+static void put_be32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24), b[1] = (uint8_t)(v >> 16), b[2] = (uint8_t)(v >> 8), b[3] = (uint8_t)v;
+}
+
+static void test_pam_limits(const struct vector *v)
+{
+	static const struct { uint32_t t, m, p; int ok; } cases[] = {
+		{ 16, 1048576, 8, 1 }, { 17, 8192, 1, 0 }, { 4294967295U, 8192, 1, 0 },
+		{ 1, 1048577, 1, 0 }, { 1, 4194304, 1, 0 }, { 1, 8192, 9, 0 }, { 1, 8192, 16, 0 },
+	};
+	uint8_t f[LK_KEYBAG_SIZE], m[32], salt[16] = { 0 };
+	struct lk_keybag kb, next;
+	const char *reason;
+	struct timespec t0, t1;
+	size_t i;
+
+	CHECK(LK_PAM_MAX_T == 16 && LK_PAM_MAX_M_KIB == 1048576 && LK_PAM_MAX_P == 8, "the limits changed");
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		memcpy(f, v->file, sizeof f);
+		put_be32(f + 28, cases[i].t);
+		put_be32(f + 32, cases[i].m);
+		put_be32(f + 36, cases[i].p);
+		refresh_checksum(f);
+		CHECK(lk_parse(f, sizeof f, &kb, &reason) == LK_OK, "case %zu: a valid keybag does not parse (%s)", i, reason);
+		CHECK(lk_params_pam_ok(kb.t, kb.m, kb.p) == cases[i].ok, "case %zu: t=%u m=%u p=%u %s", i, kb.t, kb.m, kb.p,
+		      cases[i].ok ? "refused" : "accepted");
+		if (cases[i].ok)
+			continue;
+		/* Refused before Argon2 runs: t = 2^32 - 1 would take years, m = 4 GiB would take 4 GiB. */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(lk_master_key("pw", 2, kb.salt, kb.t, kb.m, kb.p, m) == -1, "case %zu: derived beyond the limits", i);
+		CHECK(lk_change_password(&kb, v->master, NULL, "new", 3, &next) != LK_OK, "case %zu: re-wrapped", i);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		CHECK(t1.tv_sec - t0.tv_sec < 2, "case %zu: the refusal took %ld s", i, (long)(t1.tv_sec - t0.tv_sec));
+	}
+	CHECK(lk_master_key("pw", 2, salt, 16, 8, 1, m) == 0, "t=16 is within the limits");
+}
+
 /* ---- files ---- */
 
 static int count_entries(const char *dir)
@@ -522,6 +564,7 @@ int main(int argc, char **argv)
 	if (n > 0) {
 		test_parsing(v[0].file);
 		test_tampered_entry(&v[0]);
+		test_pam_limits(&v[0]);
 	}
 	test_create();
 	if (n > 1)

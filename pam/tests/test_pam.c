@@ -1,0 +1,507 @@
+/* pam_latchkey.so through real Linux-PAM (pam_start_confdir with a private service directory) and two
+ * real system users, A ("nobody") and B ("daemon"), with stand-in agents running as each that record
+ * the requests they get:
+ *
+ *   - what auth leaves is used only for the same user: sudo authenticates A and then opens the
+ *     session of B (PAM_USER changes in between), which must not hand A's key to B's agent, remove
+ *     B's out-of-step marker, write a false one, or create B's keychain with A's password;
+ *   - the session token is used only for the user whose session was opened;
+ *   - open_session registers the session (sessionOpen) before it hands over the key (keyHandoff);
+ *   - a keybag beyond the PAM limits is never derived from (t = 2^32 - 1 would hang the login);
+ *   - only_services= restricts the module to the services listed;
+ *   - the module never runs the application's SIGCHLD handler and leaves no child behind.
+ *
+ * Needs root (the module and the stand-ins act as the users); skipped otherwise.
+ * Usage: test_pam /abs/pam_latchkey.so /abs/tests/test_authtok.so */
+#include "latchkey.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+#include <security/pam_appl.h>
+
+static int checks, failures;
+
+#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+	printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+#define SERVICE "latchkey-test"
+
+struct who {
+	char name[64], run[256], keychain[256], keybag[300], marker[300];
+	uid_t uid;
+	gid_t gid;
+	struct lk_user user;
+	gid_t groups[1];
+};
+
+struct agent {
+	pid_t pid;
+	int ops; /* read end: one letter per request, K keyHandoff, O sessionOpen, C sessionClose */
+};
+
+static char top[] = "/tmp/lk-pam-driver-XXXXXX";
+static char confdir[300];
+static struct who A, B;
+static volatile sig_atomic_t sigchld_seen;
+
+static void on_sigchld(int sig)
+{
+	(void)sig;
+	sigchld_seen++;
+}
+
+static int conv(int n, const struct pam_message **msg, struct pam_response **resp, void *data)
+{
+	(void)n, (void)msg, (void)resp, (void)data;
+	return PAM_CONV_ERR; /* nothing here may prompt */
+}
+
+static const struct pam_conv conversation = { conv, NULL };
+
+static int set_user(struct who *w, const char *name)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (pw == NULL || pw->pw_uid == 0)
+		return -1;
+	memset(w, 0, sizeof *w);
+	snprintf(w->name, sizeof w->name, "%s", name);
+	w->uid = pw->pw_uid, w->gid = pw->pw_gid;
+	snprintf(w->run, sizeof w->run, "%s/run-%s", top, name);
+	snprintf(w->keychain, sizeof w->keychain, "%s/kc/%s", top, name);
+	snprintf(w->keybag, sizeof w->keybag, "%s/keybag", w->keychain);
+	snprintf(w->marker, sizeof w->marker, "%s/password-out-of-step", w->keychain);
+	w->groups[0] = w->gid;
+	w->user.name = w->name, w->user.uid = w->uid, w->user.gid = w->gid, w->user.home = "/";
+	w->user.groups = w->groups, w->user.ngroups = 1;
+	return 0;
+}
+
+static int private_dir(const char *path, const struct who *w)
+{
+	return mkdir(path, 0700) == 0 && chown(path, w->uid, w->gid) == 0 ? 0 : -1;
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+static void touch_as(const char *path, const struct who *w)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	CHECK(fd >= 0 && write(fd, "x\n", 2) == 2 && fchown(fd, w->uid, w->gid) == 0, "create %s", path);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void put_be32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24), b[1] = (uint8_t)(v >> 16), b[2] = (uint8_t)(v >> 8), b[3] = (uint8_t)v;
+}
+
+/* An unbound keybag for `w` opened by `pw` (t=1, 8 MiB, p=1); with t != 0 its stored t is then
+ * replaced (checksum resealed), as a user could do to their own file. */
+static void put_keybag(const struct who *w, const char *pw, uint32_t t, uint32_t m, uint32_t p)
+{
+	uint8_t salt[16] = { 7 }, master[32], file[LK_KEYBAG_SIZE];
+	struct lk_keybag kb;
+	unsigned int n = 0;
+	int fd;
+
+	CHECK(lk_master_key(pw, strlen(pw), salt, 1, 8192, 1, master) == 0 &&
+	      lk_create(&kb, master, salt, 1, 8192, 1, NULL, (uint32_t)w->uid) == LK_OK, "make a keybag");
+	lk_serialize(&kb, file);
+	if (t != 0) {
+		put_be32(file + 28, t), put_be32(file + 32, m), put_be32(file + 36, p);
+		EVP_Digest(file, 548, file + 548, &n, EVP_sha256(), NULL);
+	}
+	unlink(w->keybag);
+	fd = open(w->keybag, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0 && write(fd, file, sizeof file) == (ssize_t)sizeof file && fchown(fd, w->uid, w->gid) == 0,
+	      "write %s", w->keybag);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Whether the keybag on disk opens with `pw`. */
+static int keybag_opens(const struct who *w, const char *pw)
+{
+	uint8_t buf[LK_KEYBAG_SIZE + 1], master[32];
+	struct lk_keybag kb;
+	const char *reason;
+	size_t len = 0;
+
+	return lk_read_user_file(w->keybag, w->uid, buf, sizeof buf, &len) == 0 &&
+	       lk_parse(buf, len, &kb, &reason) == LK_OK &&
+	       lk_master_key(pw, strlen(pw), kb.salt, kb.t, kb.m, kb.p, master) == 0 &&
+	       lk_check_master(&kb, master) == LK_OK;
+}
+
+/* ---- stand-in agents ---- */
+
+static int read_full(int fd, uint8_t *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = read(fd, buf, len)) <= 0)
+			return -1;
+		buf += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Listens on <run>/latchkey/agent.sock as `w`; answers every request with status 0, after writing
+ * its letter to the pipe (so it is there before the module has its answer). */
+static void agent_start(struct agent *a, const struct who *w)
+{
+	char sockdir[300], ready = 0;
+	struct sockaddr_un addr;
+	struct pollfd pfd;
+	int p[2], lfd, fd;
+
+	a->pid = -1, a->ops = -1;
+	if (pipe(p) != 0)
+		return;
+	if ((a->pid = lk_fork_quiet()) == 0) { /* quiet too: no SIGCHLD from the stand-ins either */
+		close(p[0]);
+		snprintf(sockdir, sizeof sockdir, "%s/latchkey", w->run);
+		memset(&addr, 0, sizeof addr);
+		addr.sun_family = AF_UNIX;
+		if (strlen(sockdir) + 12 > sizeof addr.sun_path)
+			_exit(1);
+		memcpy(addr.sun_path, sockdir, strlen(sockdir));
+		memcpy(addr.sun_path + strlen(sockdir), "/agent.sock", 12);
+		if (lk_drop_privileges(&w->user) != 0 || mkdir(sockdir, 0700) != 0)
+			_exit(1);
+		lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, 8) != 0 ||
+		    write(p[1], "R", 1) != 1)
+			_exit(2);
+		for (;;) {
+			uint8_t head[4], body[256];
+			uint32_t len;
+			char letter;
+
+			if ((fd = accept(lfd, NULL, NULL)) < 0)
+				_exit(3);
+			while (read_full(fd, head, 4) == 0) {
+				len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
+				if (len < 2 || len > sizeof body || read_full(fd, body, len) != 0)
+					break;
+				letter = body[1] == LK_OP_KEY_HANDOFF ? 'K' : body[1] == LK_OP_SESSION_OPEN ? 'O'
+				       : body[1] == LK_OP_SESSION_CLOSE ? 'C' : '?';
+				if (write(p[1], &letter, 1) != 1 || write(fd, "\0\0\0\x06\x01\0\0\0\0\0", 10) != 10)
+					break;
+			}
+			close(fd);
+		}
+	}
+	close(p[1]);
+	pfd.fd = p[0], pfd.events = POLLIN;
+	CHECK(a->pid > 0 && poll(&pfd, 1, 5000) == 1 && read(p[0], &ready, 1) == 1 && ready == 'R',
+	      "stand-in agent for %s did not start", w->name);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	a->ops = p[0];
+}
+
+/* The letters received since the last call. */
+static const char *agent_ops(struct agent *a)
+{
+	static char buf[64];
+	ssize_t n = a->ops >= 0 ? read(a->ops, buf, sizeof buf - 1) : -1;
+
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static void agent_stop(struct agent *a, const struct who *w)
+{
+	char path[400];
+	int status;
+
+	if (a->pid > 0) {
+		kill(a->pid, SIGKILL);
+		waitpid(a->pid, &status, __WALL);
+	}
+	if (a->ops >= 0)
+		close(a->ops);
+	a->pid = -1, a->ops = -1;
+	snprintf(path, sizeof path, "%s/latchkey/agent.sock", w->run);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/latchkey", w->run);
+	rmdir(path);
+}
+
+/* ---- PAM ---- */
+
+static pam_handle_t *begin_service(const char *service, const struct who *w)
+{
+	pam_handle_t *h = NULL;
+
+	CHECK(pam_start_confdir(service, w->name, &conversation, confdir, &h) == PAM_SUCCESS, "pam_start_confdir");
+	return h;
+}
+
+static pam_handle_t *begin(const struct who *w)
+{
+	return begin_service(SERVICE, w);
+}
+
+/* PAM_USER and the runtime directory of `w` (as pam_systemd would set XDG_RUNTIME_DIR). */
+static void become(pam_handle_t *h, const struct who *w)
+{
+	char env[300];
+
+	snprintf(env, sizeof env, "XDG_RUNTIME_DIR=%s", w->run);
+	CHECK(pam_set_item(h, PAM_USER, w->name) == PAM_SUCCESS && pam_putenv(h, env) == PAM_SUCCESS, "set user");
+}
+
+static int authenticate(pam_handle_t *h, const char *pw)
+{
+	char env[128];
+
+	snprintf(env, sizeof env, "LK_TEST_AUTHTOK=%s", pw);
+	return pam_putenv(h, env) == PAM_SUCCESS ? pam_authenticate(h, 0) : PAM_SYSTEM_ERR;
+}
+
+/* ---- the cases ---- */
+
+/* sudo: A authenticates with A's password, the session is B's. */
+static void test_verified_key_stays_with_its_user(void)
+{
+	struct agent a, b;
+	pam_handle_t *h;
+
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	touch_as(B.marker, &B);
+	agent_start(&b, &B);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+	become(h, &B);
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, "open_session");
+	CHECK(strcmp(agent_ops(&b), "O") == 0, "B's agent got more than its own session (A's key?)");
+	CHECK(exists(B.marker), "B's out-of-step marker removed with A's password");
+	CHECK(pam_close_session(h, 0) == PAM_SUCCESS && strcmp(agent_ops(&b), "C") == 0, "B's session close");
+	pam_end(h, PAM_SUCCESS);
+	unlink(B.marker);
+
+	/* The same user throughout: the key is handed over, after the session is registered; and a
+	 * token whose user is no longer PAM_USER reaches nobody. */
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+	agent_start(&a, &A); /* only now, so the key is not delivered at auth already */
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, "open_session");
+	CHECK(strcmp(agent_ops(&a), "OK") == 0, "A's agent: want sessionOpen, then keyHandoff");
+	become(h, &B);
+	pam_close_session(h, 0);
+	CHECK(strcmp(agent_ops(&a), "") == 0 && strcmp(agent_ops(&b), "") == 0,
+	      "a session token of A was used for B");
+	pam_end(h, PAM_SUCCESS);
+
+	/* An agent already running at auth gets the key then (a screen locker), and the session no
+	 * second time. */
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS && strcmp(agent_ops(&a), "K") == 0, "hand-off at auth");
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS && strcmp(agent_ops(&a), "O") == 0, "session after a hand-off at auth");
+	pam_end(h, PAM_SUCCESS);
+	agent_stop(&a, &A);
+	agent_stop(&b, &B);
+}
+
+/* A wrong password for A, the session is B's: B gets no false marker; A (same user) gets one. */
+static void test_mismatch_stays_with_its_user(void)
+{
+	pam_handle_t *h;
+
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "not-pw-A") == PAM_SUCCESS, "auth");
+	become(h, &B);
+	pam_open_session(h, 0);
+	CHECK(!exists(B.marker), "out-of-step marker written for B from A's password");
+	pam_end(h, PAM_SUCCESS);
+
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "not-pw-A") == PAM_SUCCESS, "auth");
+	pam_open_session(h, 0);
+	CHECK(exists(A.marker), "no out-of-step marker for A (the test cannot see the module work)");
+	pam_end(h, PAM_SUCCESS);
+	unlink(A.marker);
+}
+
+/* auto_create: A has no keychain, the session is B's: nothing is created for B with A's password. */
+static void test_create_stays_with_its_user(void)
+{
+	pam_handle_t *h;
+
+	unlink(A.keybag);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+	become(h, &B);
+	pam_open_session(h, 0);
+	CHECK(!exists(B.keybag), "B's keychain created with A's password");
+	CHECK(!exists(A.keybag), "A's keychain created in B's session");
+	pam_end(h, PAM_SUCCESS);
+
+	h = begin(&B);
+	become(h, &B);
+	CHECK(authenticate(h, "pw-B") == PAM_SUCCESS, "auth");
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, "open_session");
+	CHECK(keybag_opens(&B, "pw-B"), "auto_create for B itself did not create a keychain that opens with pw-B");
+	pam_end(h, PAM_SUCCESS);
+	unlink(B.keybag);
+}
+
+/* Keybags beyond t 16, m 1 GiB, p 8: no derivation (auth returns at once), no hand-off, no marker. */
+static void test_limits(void)
+{
+	static const struct { uint32_t t, m, p; } bad[] = { { 4294967295U, 8192, 1 }, { 1, 1048577, 1 }, { 1, 8192, 9 } };
+	struct timespec t0, t1;
+	struct agent a;
+	pam_handle_t *h;
+	double took;
+	size_t i;
+
+	agent_start(&a, &A);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		put_keybag(&A, "pw-A", bad[i].t, bad[i].m, bad[i].p);
+		h = begin(&A);
+		become(h, &A);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		CHECK(took < 2.0, "t=%u m=%u p=%u: auth took %.1f s", bad[i].t, bad[i].m, bad[i].p, took);
+		CHECK(strcmp(agent_ops(&a), "") == 0, "t=%u m=%u p=%u: a key was handed over at auth", bad[i].t, bad[i].m, bad[i].p);
+		pam_open_session(h, 0);
+		CHECK(strcmp(agent_ops(&a), "O") == 0, "t=%u m=%u p=%u: more than the session", bad[i].t, bad[i].m, bad[i].p);
+		CHECK(!exists(A.marker), "t=%u m=%u p=%u: marker written", bad[i].t, bad[i].m, bad[i].p);
+		pam_end(h, PAM_SUCCESS);
+	}
+	agent_stop(&a, &A);
+	unlink(A.keybag);
+}
+
+/* only_services=: a service not in the list gets nothing, one in it the usual. */
+static void test_only_services(void)
+{
+	static const struct { const char *service, *want_auth, *want_session; } cases[] = {
+		{ SERVICE "-off", "", "" }, { SERVICE "-on", "K", "O" },
+	};
+	struct agent a;
+	pam_handle_t *h;
+	size_t i;
+
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	agent_start(&a, &A);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		h = begin_service(cases[i].service, &A);
+		become(h, &A);
+		CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+		CHECK(strcmp(agent_ops(&a), cases[i].want_auth) == 0, "%s: auth", cases[i].service);
+		pam_open_session(h, 0);
+		CHECK(strcmp(agent_ops(&a), cases[i].want_session) == 0, "%s: session", cases[i].service);
+		pam_end(h, PAM_SUCCESS);
+	}
+	agent_stop(&a, &A);
+	unlink(A.keybag);
+}
+
+static int service_file(const char *service, const char *authtok, const char *module, const char *options,
+			const char *extra)
+{
+	char path[400];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", confdir, service);
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	fprintf(f, "auth required %s\nauth optional %s %s %s\nsession optional %s %s %s\n", authtok, module, options,
+		extra, module, options, extra);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static int setup(const char *module, const char *authtok)
+{
+	char path[400], options[1200];
+
+	if (mkdtemp(top) == NULL || chmod(top, 0755) != 0)
+		return -1;
+	if (set_user(&A, "nobody") != 0 || set_user(&B, "daemon") != 0 || A.uid == B.uid)
+		return 1;
+	snprintf(confdir, sizeof confdir, "%s/pam.d", top);
+	snprintf(path, sizeof path, "%s/kc", top);
+	if (mkdir(confdir, 0755) != 0 || mkdir(path, 0755) != 0 || private_dir(A.keychain, &A) != 0 ||
+	    private_dir(B.keychain, &B) != 0 || private_dir(A.run, &A) != 0 || private_dir(B.run, &B) != 0)
+		return -1;
+	snprintf(options, sizeof options,
+		 "keychain=%s/kc/%%u agent=/nonexistent/latchkeyd machine_secret=%s/machine/secret "
+		 "allow_weak_argon2 argon2_t=1 argon2_m=8192 argon2_p=1 auto_create debug", top, top);
+	return service_file(SERVICE, authtok, module, options, "") == 0 &&
+	       service_file(SERVICE "-off", authtok, module, options, "only_services=login,sshd," SERVICE "-o") == 0 &&
+	       service_file(SERVICE "-on", authtok, module, options, "only_services=login," SERVICE "-on,sshd") == 0
+	       ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	char module[PATH_MAX], authtok[PATH_MAX], cmd[400];
+	struct sigaction sa;
+	int rc, status;
+
+	if (argc != 3 || realpath(argv[1], module) == NULL || realpath(argv[2], authtok) == NULL) {
+		fprintf(stderr, "usage: test_pam pam_latchkey.so test_authtok.so\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0); /* the FAIL lines survive the alarm */
+	if (geteuid() != 0) {
+		printf("test_pam: skipped (needs root: the module acts as other users)\n");
+		return 0;
+	}
+	alarm(120); /* a hang (an Argon2 run beyond the limits, a child waited for forever) fails the test */
+	if ((rc = setup(module, authtok)) != 0) {
+		printf("test_pam: %s\n", rc > 0 ? "skipped (needs the users nobody and daemon)" : "setup failed");
+		return rc > 0 ? 0 : 1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_sigchld;
+	sigaction(SIGCHLD, &sa, NULL);
+
+	test_verified_key_stays_with_its_user();
+	test_mismatch_stays_with_its_user();
+	test_create_stays_with_its_user();
+	test_limits();
+	test_only_services();
+
+	CHECK(sigchld_seen == 0, "the application's SIGCHLD handler ran %d times", (int)sigchld_seen);
+	CHECK(sigaction(SIGCHLD, NULL, &sa) == 0 && sa.sa_handler == on_sigchld, "SIGCHLD disposition changed");
+	CHECK(waitpid(-1, &status, WNOHANG | __WALL) == -1 && errno == ECHILD, "a child of the module is left behind");
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+	CHECK(system(cmd) == 0, "cleanup");
+	printf("test_pam: %d checks, %d failed\n", checks, failures);
+	return failures == 0 ? 0 : 1;
+}
