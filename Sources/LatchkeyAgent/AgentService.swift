@@ -4,6 +4,7 @@ import Glibc
 import LatchkeyCrypto
 import LatchkeyEngine
 import LatchkeyModel
+import LatchkeySecrets
 import LatchkeyWire
 
 /// Maps protocol requests onto the engine. Knows nothing of sockets: the server hands it decoded
@@ -58,7 +59,7 @@ public final class AgentService: Sendable {
                 AgentLog.info("created a keychain in \(keychain.location.directory)")
                 return .ok(nil)
             case .unlock(let password):
-                try keychain.unlock(password: password)
+                if let failure = unlockFailure(password) { throw failure }
                 onUnlock()
                 AgentLog.info("unlocked by pid \(caller.pid)")
                 return .ok(nil)
@@ -106,6 +107,24 @@ public final class AgentService: Sendable {
         } catch {
             return Response(status: SecStatus.internalComponent, value: nil, message: "\(type(of: error))")
         }
+    }
+
+    /// Unlocks with a password; nil on success. A wrong password while the login password is known to
+    /// have changed without the keychain (`passwd` run by root) says which password to use instead.
+    private func unlockFailure(_ password: SecretBytes) -> SecError? {
+        let failure: SecError
+        do throws(SecError) {
+            try keychain.unlock(password: password)
+            return nil
+        } catch {
+            failure = error
+        }
+        guard failure.status == SecStatus.authFailed, let outOfStep = keychain.status().passwordOutOfStep else {
+            return failure
+        }
+        return SecError(failure.status, "\(failure.detail ?? "wrong keychain password"); the keychain may still use "
+                        + "your previous login password (\(outOfStep)): unlock with that one, then run "
+                        + "'latchkey passwd' to set it to your login password")
     }
 
     /// Keys of the `status` reply (docs/PROTOCOL.md).

@@ -134,4 +134,21 @@ final class CLITests: AgentTestCase {
         XCTAssertNotEqual(r.status, 0)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: database)), damaged, "never overwritten or repaired")
     }
+
+    func testUnlockExplainsAPasswordOutOfStep() throws {
+        try initKeychain("old-login")
+        XCTAssertEqual(try cli(["lock", "--all"]).status, 0)
+        // What pam_latchkey writes when root set a new login password without the old one.
+        try "the login password changed on 2026-11-22 without the old password; run 'latchkey passwd'\n"
+            .write(toFile: dataDirectory + "/latchkey/password-out-of-step", atomically: true, encoding: .utf8)
+        var r = try cli(["status"])
+        XCTAssertTrue(r.out.contains("login password: OUT OF STEP"), r.out)
+        r = try cli(["unlock", "--password-stdin"], input: "new-login\n")
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.err.contains("(-25293)") && r.err.contains("previous login password") && r.err.contains("latchkey passwd"),
+                      r.err)
+        XCTAssertEqual(try cli(["unlock", "--password-stdin"], input: "old-login\n").status, 0)
+        XCTAssertEqual(try cli(["passwd", "--password-stdin"], input: "old-login\nnew-login\n").status, 0)
+        XCTAssertFalse(try cli(["status"]).out.contains("OUT OF STEP"), "passwd brings the passwords in step")
+    }
 }
