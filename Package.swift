@@ -46,8 +46,12 @@ let package = Package(
         // sd-bus (libsystemd): the D-Bus connection wrapper and the screen-lock/sleep watcher. Knows
         // nothing of keys; the agent turns its events into lock calls.
         .target(name: "LatchkeyDesktop", dependencies: ["CSystemd"]),
+        // The freedesktop.org Secret Service on the session bus, backed by the engine (docs/SECRET-SERVICE.md).
+        .target(name: "LatchkeySecretService",
+                dependencies: ["LatchkeyDesktop", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel", "LatchkeySecrets"]),
         .target(name: "LatchkeyAgent",
-                dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop", "CLatchkeySystem"]),
+                dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop", "LatchkeySecretService",
+                               "CLatchkeySystem"]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets"]),
         .executableTarget(name: "latchkey", dependencies: [
@@ -68,6 +72,9 @@ let package = Package(
                     dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDesktop",
                                    "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop", "LatchkeyTestSupport"]),
+        // Secret Service against the real agent on a private dbus-daemon: secret-tool, Python secretstorage/keyring.
+        .testTarget(name: "LatchkeySecretServiceTests",
+                    dependencies: ["Latchkey", "LatchkeyDesktop", "LatchkeySecrets", "LatchkeyTestSupport"]),
         // Real PAM (pamtester, a test user) against pam/pam_latchkey.so and the built agent; needs root.
         .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag", "LatchkeyDesktop", "LatchkeyTestSupport"]),
     ]

@@ -22,5 +22,12 @@ let package = Package(
             name: "latchkey-bench",
             dependencies: [.product(name: "Latchkey", package: rootIdentity)]
         ),
+        // Issue 4's comparison: one Secret Service client (sd-bus) against latchkeyd and gnome-keyring-daemon.
+        // Run it with `scripts/bench-secret-service`.
+        .systemLibrary(name: "CBenchSystemd", pkgConfig: "libsystemd"),
+        .executableTarget(
+            name: "secret-service-bench",
+            dependencies: ["CBenchSystemd", .product(name: "Latchkey", package: rootIdentity)]
+        ),
     ]
 )

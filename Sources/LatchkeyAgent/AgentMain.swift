@@ -4,6 +4,7 @@ import Glibc
 import CLatchkeySystem
 import LatchkeyDesktop
 import LatchkeyEngine
+import LatchkeySecretService
 import LatchkeyTransport
 import LatchkeyWire
 
@@ -11,6 +12,7 @@ import LatchkeyWire
 public enum AgentMain {
     static let usage = """
         usage: latchkeyd [--keychain DIR] [--lock-grace SECONDS] [--idle-lock MINUTES] [--no-desktop]
+                         [--no-secret-service] [--prompter COMMAND] [--secret-service-activation]
                          [--daemon] [--version]
 
         The latchkey agent: holds the keychain's class keys and its encrypted store, and serves the
@@ -25,6 +27,14 @@ public enum AgentMain {
                           drop the WhenUnlocked keys after this long without keychain use
                           (default never, or $LATCHKEY_IDLE_LOCK; 0 = never)
           --no-desktop    do not watch logind and screen savers on D-Bus
+          --no-secret-service
+                          do not serve org.freedesktop.secrets on the session bus
+          --prompter COMMAND
+                          the pinentry-compatible program that asks for the keychain password when a
+                          Secret Service client unlocks (default pinentry, or $LATCHKEY_PROMPTER)
+          --secret-service-activation
+                          started by D-Bus activation: if an agent already runs, hand it the bus
+                          and exit (docs/SECRET-SERVICE.md)
           --daemon        detach from the terminal (used when a client starts the agent)
           --version       print the version and exit
 
@@ -35,6 +45,10 @@ public enum AgentMain {
         var directory: String?
         var daemon = false
         var watchDesktop = true
+        var serveSecretService = true
+        var activation = false
+        var prompter = AgentEndpoint.environment("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
+            ?? PinentryPrompter(command: ["pinentry"])
         var policy = LockPolicy.Settings()
         if let value = AgentEndpoint.environment("LATCHKEY_LOCK_GRACE") {
             guard let seconds = Double(value), seconds >= 0, seconds <= 86_400 else { usageError("LATCHKEY_LOCK_GRACE=\(value) is not a number of seconds") }
@@ -62,6 +76,14 @@ public enum AgentMain {
                 policy.idleLimit = minutes > 0 ? minutes * 60 : nil
             case "--no-desktop":
                 watchDesktop = false
+            case "--no-secret-service":
+                serveSecretService = false
+            case "--prompter" where index + 1 < arguments.count:
+                index += 1
+                prompter = PinentryPrompter(commandLine: arguments[index])
+                guard !prompter.command.isEmpty, !arguments[index].isEmpty else { usageError("--prompter needs a command") }
+            case "--secret-service-activation":
+                activation = true
             case "--daemon":
                 daemon = true
             case "--version":
@@ -88,6 +110,12 @@ public enum AgentMain {
                                      onItemRequest: { lockPolicy.noteUse() },
                                      onUnlock: { lockPolicy.cancelPendingLock() })
         } catch let error as ListenerError {
+            if error.alreadyRunning && activation {
+                // D-Bus started us for org.freedesktop.secrets: the running agent takes the bus.
+                exit(SecretServiceHost.handOffActivation(runtimeDirectory: endpoint.directory) { _, message in
+                    AgentLog.warning(message)
+                })
+            }
             AgentLog.write(error.alreadyRunning ? .info : .error, error.description)
             exit(error.alreadyRunning ? 0 : 1)
         } catch {
@@ -113,6 +141,14 @@ public enum AgentMain {
             if desktopWatcher?.waitUntilReady(timeout: .seconds(2)) == false {
                 AgentLog.warning("the desktop buses did not answer within 2 s; watching them anyway")
             }
+        }
+        if serveSecretService {
+            // A missing session bus, or another owner of the name, is logged once and changes nothing else.
+            let host = SecretServiceHost(keychain: keychain, prompter: prompter, runtimeDirectory: endpoint.directory) {
+                level, message in AgentLog.write(level == .info ? .info : .warning, message)
+            }
+            host.start()
+            secretServiceHost = host
         }
         signalReady()
         server.run()
@@ -154,6 +190,8 @@ public enum AgentMain {
     nonisolated(unsafe) private static var serverForSignals: AgentServer?
     /// Kept for the process's life.
     nonisolated(unsafe) private static var desktopWatcher: LockWatcher?
+    /// Kept for the process's life.
+    nonisolated(unsafe) private static var secretServiceHost: SecretServiceHost?
 
     /// Closes every descriptor above stderr that is not ours by contract: the readiness pipe and
     /// systemd's listening sockets. Anything else was leaked by the starter (a client's own pipes),

@@ -15,6 +15,9 @@ struct OpenItem {
     /// The item key, kept so the secret can be opened lazily (only when `kSecReturnData` asks for it).
     var itemKey: SecretBytes
     var row: StoreRow
+    /// What a Secret Service item carries besides its genp attributes (docs/SECRET-SERVICE.md §1.1);
+    /// nil for items made through SecItem. Never part of `attributes`, so SecItem callers never see it.
+    var secretService: SecretServiceData? = nil
 }
 
 /// Seals and opens store rows (docs/KEYBAG.md, "Item encryption"), and computes the keyed hashes.
@@ -39,13 +42,16 @@ enum ItemSealer {
     /// Seals an item into a new store row.
     static func seal(
         ref: [UInt8], itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool,
-        attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: SecretBytes
+        attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: SecretBytes,
+        secretService: SecretServiceData? = nil
     ) throws -> NewRow {
         let itemKey = try SecureRandom.secret(AES256GCM.keySize)
         let wrapped = try AES256GCM.seal(itemKey, key: classKey,
                                          aad: aad(.wrappedKey, ref: ref, itemClass: itemClass, protection: protection))
         var encoded: [UInt8] = []
-        ValueCodec.encode(.dictionary(attributes), into: &encoded)
+        var sealed = attributes
+        if let secretService { sealed[SecretServiceData.key] = secretService.encoded }
+        ValueCodec.encode(.dictionary(sealed), into: &encoded)
         let metadata = try AES256GCM.seal(encoded, key: itemKey,
                                           aad: aad(.metadata, ref: ref, itemClass: itemClass, protection: protection))
         SecretBytes.wipe(&encoded)
@@ -54,9 +60,11 @@ enum ItemSealer {
         return NewRow(
             persistentRef: ref, itemClass: Int(itemClass.rawValue), protection: Int(protection.rawValue),
             synchronizable: synchronizable,
-            uniqueHash: try uniqueHash(itemClass: itemClass, attributes: attributes, indexKey: indexKey),
+            uniqueHash: try uniqueHash(itemClass: itemClass, attributes: attributes, indexKey: indexKey,
+                                       discriminator: SecretServiceMapping.discriminator(secretService)),
             wrappedKey: wrapped, metadata: metadata, secret: sealedSecret,
-            indexHashes: try indexHashes(itemClass: itemClass, attributes: attributes, indexKey: indexKey))
+            indexHashes: try indexHashes(itemClass: itemClass, attributes: attributes, indexKey: indexKey,
+                                         secretService: secretService))
     }
 
     /// Opens a row's item key and attributes. Any authentication failure is errSecDecode: the row was
@@ -75,11 +83,19 @@ enum ItemSealer {
                 row.metadata, key: itemKey,
                 aad: aad(.metadata, ref: row.persistentRef, itemClass: itemClass, protection: protection))
             defer { SecretBytes.wipe(&plain) }
-            guard case .dictionary(let attributes) = try ValueCodec.decode(plain) else {
+            guard case .dictionary(var attributes) = try ValueCodec.decode(plain) else {
                 throw SecError(SecStatus.decode, "item row \(row.id) has malformed attributes")
             }
+            var secretService: SecretServiceData?
+            if let sealed = attributes.removeValue(forKey: SecretServiceData.key) {
+                guard itemClass == .genericPassword, let data = SecretServiceData(decoding: sealed) else {
+                    throw SecError(SecStatus.decode, "item row \(row.id) has malformed Secret Service data")
+                }
+                secretService = data
+            }
             return OpenItem(id: row.id, persistentRef: row.persistentRef, itemClass: itemClass,
-                            protection: protection, attributes: attributes, itemKey: itemKey, row: row)
+                            protection: protection, attributes: attributes, itemKey: itemKey, row: row,
+                            secretService: secretService)
         } catch let error as SecError {
             throw error
         } catch {
@@ -105,8 +121,10 @@ enum ItemSealer {
         try HMAC.sha256(key: indexKey, [0x41] + AttributeValue.canonicalBytes(spec, value)) // "A"
     }
 
-    /// The uniqueness hash over the class's primary-key attributes, in schema order.
-    static func uniqueHash(itemClass: ItemClass, attributes: SecDictionary, indexKey: SecretBytes) throws -> [UInt8] {
+    /// The uniqueness hash over the class's primary-key attributes, in schema order, followed by a
+    /// Secret Service item's discriminator when it has one (docs/SECRET-SERVICE.md §3).
+    static func uniqueHash(itemClass: ItemClass, attributes: SecDictionary, indexKey: SecretBytes,
+                           discriminator: [UInt8]? = nil) throws -> [UInt8] {
         var input: [UInt8] = [0x55, itemClass.rawValue] // "U"
         for spec in itemClass.primaryKey {
             let bytes: [UInt8]
@@ -119,15 +137,22 @@ enum ItemSealer {
             input += [UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
             input += bytes
         }
+        if let discriminator { input += discriminator }
         return try HMAC.sha256(key: indexKey, input)
     }
 
-    /// The index hashes of every attribute except those kept as plaintext columns (`pdmn`, `sync`).
-    static func indexHashes(itemClass: ItemClass, attributes: SecDictionary, indexKey: SecretBytes) throws -> [[UInt8]] {
+    /// The index hashes of every attribute except those kept as plaintext columns (`pdmn`, `sync`),
+    /// and for generic passwords the Secret Service hashes (docs/SECRET-SERVICE.md §2).
+    static func indexHashes(itemClass: ItemClass, attributes: SecDictionary, indexKey: SecretBytes,
+                            secretService: SecretServiceData? = nil) throws -> [[UInt8]] {
         var hashes: [[UInt8]] = []
         for (name, value) in attributes where name != SecAttr.accessible && name != SecAttr.synchronizable {
             guard let spec = itemClass.attribute(name) else { continue }
             hashes.append(try attributeHash(spec, value, indexKey: indexKey))
+        }
+        if itemClass == .genericPassword {
+            hashes += try SecretServiceMapping.indexHashes(attributes: attributes, sealed: secretService,
+                                                           indexKey: indexKey)
         }
         return hashes
     }

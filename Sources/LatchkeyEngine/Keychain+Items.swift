@@ -41,6 +41,7 @@ extension Keychain {
             } catch {
                 throw EngineErrors.map(error)
             }
+            if request.itemClass == .genericPassword { notifyItemChange(.added(row.persistentRef)) }
             guard !request.returns.isEmpty else { return nil }
             let item = try ItemSealer.open(
                 StoreRow(id: id, persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
@@ -78,6 +79,7 @@ extension Keychain {
                 try store.transaction {
                     for item in items { try rewrite(item, with: changes, in: store) }
                 }
+                for item in items where item.itemClass == .genericPassword { notifyItemChange(.changed(item.persistentRef)) }
             } catch {
                 throw EngineErrors.map(error)
             }
@@ -93,16 +95,22 @@ extension Keychain {
             let store = try store()
             do {
                 let ids: [Int64]
+                var refs: [[UInt8]] = []
                 if let ref = query.persistentRef {
-                    ids = try lookup(ref, in: store).map { [$0.id] } ?? []
+                    let row = try lookup(ref, in: store)
+                    ids = row.map { [$0.id] } ?? []
+                    refs = row.map { [$0.persistentRef] } ?? []
                 } else {
                     // Without the index key the filters cannot be evaluated; refusing is the only answer
                     // that never deletes the wrong item.
                     let hashes = try queryHashes(query)
-                    ids = try store.headers(matching: filter(for: query, hashes: hashes, limit: nil)).map(\.id)
+                    let headers = try store.headers(matching: filter(for: query, hashes: hashes, limit: nil))
+                    ids = headers.map(\.id)
+                    refs = headers.map(\.persistentRef)
                 }
                 guard !ids.isEmpty else { throw SecError.notFound }
                 _ = try store.delete(ids: ids)
+                if query.itemClass == .genericPassword { for ref in refs { notifyItemChange(.deleted(ref)) } }
             } catch {
                 throw EngineErrors.map(error)
             }
@@ -215,9 +223,11 @@ extension Keychain {
         }
         attributes[SecAttr.modificationDate] = .date(now)
         let secret = try changes.data ?? ItemSealer.openSecret(item)
+        // A Secret Service item's attribute map follows its svce/acct (docs/SECRET-SERVICE.md §1).
+        let secretService = item.secretService?.applying(secItemChanges: changes.attributes)
         let row = try ItemSealer.seal(ref: item.persistentRef, itemClass: item.itemClass, protection: protection,
                                       synchronizable: synchronizable, attributes: attributes, secret: secret,
-                                      classKey: classKey, indexKey: indexKey)
+                                      classKey: classKey, indexKey: indexKey, secretService: secretService)
         try store.replace(id: item.id, with: row)
     }
 }

@@ -38,6 +38,17 @@ enum Schema {
               PRIMARY KEY(hash, item)) WITHOUT ROWID;
             CREATE INDEX item_index_by_item ON item_index(item);
             """),
+        // Secret Service (docs/SECRET-SERVICE.md): sealed service state (collections, aliases), and the
+        // genp rows written before Secret Service hashes existed, which the engine re-indexes once
+        // their class keys are held. Class 1 is genp.
+        Migration(name: "v2-secret-service", sql: """
+            CREATE TABLE ss_state(
+              name TEXT PRIMARY KEY,
+              value BLOB NOT NULL) WITHOUT ROWID;
+            CREATE TABLE ss_reindex(
+              item INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE);
+            INSERT INTO ss_reindex(item) SELECT id FROM items WHERE class = 1;
+            """),
     ]
 
     /// The bookkeeping table. Created inside the first migration's transaction, so a database

@@ -19,7 +19,7 @@ final class StoreFileTests: StoreTestCase {
         let raw = try RawDatabase(path: path)
         XCTAssertEqual(try raw.rows("PRAGMA journal_mode"), [["wal"]])
         XCTAssertEqual(try raw.rows("PRAGMA application_id"), [["\(0x4C4B_4348)"]])
-        XCTAssertEqual(try raw.rows("SELECT name FROM migrations"), [["v1-items"]])
+        XCTAssertEqual(try raw.rows("SELECT name FROM migrations ORDER BY name"), [["v1-items"], ["v2-secret-service"]])
         let appliedAt = try XCTUnwrap(Double(raw.rows("SELECT applied_at FROM migrations")[0][0]))
         XCTAssertEqual(appliedAt, Date().timeIntervalSince1970, accuracy: 60)
         raw.close()
@@ -52,7 +52,7 @@ final class StoreFileTests: StoreTestCase {
         second.close()
 
         let raw = try RawDatabase(path: path)
-        XCTAssertEqual(try raw.rows("SELECT count(*) FROM migrations"), [["1"]])
+        XCTAssertEqual(try raw.rows("SELECT count(*) FROM migrations"), [["2"]])
     }
 
     func testEmptyFileIsInitialised() throws {

@@ -1,0 +1,653 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeySecrets
+import LatchkeyStore
+import LatchkeyWire
+
+/// A Secret Service collection (docs/SECRET-SERVICE.md §4).
+public struct SecretServiceCollection: Sendable, Equatable {
+    /// The id used in object paths: `[A-Za-z0-9_]`, at most 64 bytes.
+    public var id: String
+    public var label: String
+    /// Unix seconds.
+    public var created: UInt64
+    public var modified: UInt64
+
+    public init(id: String, label: String, created: UInt64, modified: UInt64) {
+        self.id = id
+        self.label = label
+        self.created = created
+        self.modified = modified
+    }
+}
+
+/// The collections and aliases of the keychain's Secret Service.
+public struct SecretServiceState: Sendable, Equatable {
+    /// `login` first, then the others in creation order.
+    public var collections: [SecretServiceCollection]
+    /// Alias name → collection id.
+    public var aliases: [String: String]
+
+    /// The state of a keychain on which no collection was ever created: `login`, aliased `default`.
+    public static let initial = SecretServiceState(
+        collections: [SecretServiceCollection(id: SecretServiceKeychain.login, label: "Login", created: 0, modified: 0)],
+        aliases: ["default": SecretServiceKeychain.login])
+
+    public func collection(_ id: String) -> SecretServiceCollection? { collections.first { $0.id == id } }
+}
+
+/// An item as a Secret Service listing sees it: which item, where, and whether it can be read now.
+public struct SecretServiceItemInfo: Sendable, Equatable {
+    /// The item's persistent reference UUID (16 bytes).
+    public var id: [UInt8]
+    public var collection: String
+    /// Whether the item's class key is not held.
+    public var locked: Bool
+}
+
+/// An opened Secret Service item (its secret stays sealed until asked for).
+public struct SecretServiceItem: Sendable, Equatable {
+    public var id: [UInt8]
+    public var collection: String
+    public var label: String
+    public var attributes: SecretAttributes
+    public var contentType: String
+    /// Unix seconds.
+    public var created: UInt64
+    public var modified: UInt64
+}
+
+/// A secret and its content type.
+public struct SecretServiceSecret: Sendable {
+    public var value: [UInt8]
+    public var contentType: String
+
+    public init(value: [UInt8], contentType: String) {
+        self.value = value
+        self.contentType = contentType
+    }
+}
+
+/// What the keychain's lock state means for the Secret Service (docs/SECRET-SERVICE.md §4).
+public struct SecretServiceLockState: Sendable, Equatable {
+    /// The WhenUnlocked class key is not held: every collection reports `Locked`.
+    public var collectionsLocked: Bool
+    /// The index key is held, so searches and listings can be evaluated.
+    public var searchable: Bool
+}
+
+extension Keychain {
+    /// The keychain's Secret Service operations (docs/SECRET-SERVICE.md).
+    public var secretService: SecretServiceKeychain { SecretServiceKeychain(keychain: self) }
+}
+
+/// Secret Service operations on a keychain: Secret Service items are generic passwords stored by the
+/// same engine (docs/SECRET-SERVICE.md). Every method takes the keychain's mutex; none knows D-Bus.
+/// Errors are `SecError`s: errSecInteractionNotAllowed when a needed key is not held,
+/// errSecItemNotFound for an unknown collection or item, errSecParam for input over a cap.
+public struct SecretServiceKeychain: Sendable {
+    /// The keychain's own collection.
+    public static let login = SecretServiceData.login
+
+    let keychain: Keychain
+
+    /// HKDF label of the key that seals the service state (docs/SECRET-SERVICE.md §4).
+    static let stateKeyInfo = Array("latchkey secret-service v1".utf8)
+    static let stateAADLabel = Array("latchkey ss-state v1".utf8)
+    static let stateName = "collections"
+
+    // MARK: - Lock state
+
+    public func lockState() -> SecretServiceLockState {
+        (try? keychain.locked { () throws(SecError) -> SecretServiceLockState in
+            SecretServiceLockState(collectionsLocked: !keychain.keys.isAvailable(.whenUnlocked),
+                                   searchable: keychain.keys.indexKey != nil)
+        }) ?? SecretServiceLockState(collectionsLocked: true, searchable: false)
+    }
+
+    // MARK: - Collections and aliases
+
+    /// The collections and aliases. errSecInteractionNotAllowed when collections were created but the
+    /// key that seals their list is not held.
+    public func state() throws(SecError) -> SecretServiceState {
+        try withStore { store in try loadState(store) }
+    }
+
+    /// Creates a collection labelled `label`, or, when `alias` already names a collection, returns
+    /// that one (`created` false). A non-empty `alias` is set to the new collection.
+    public func createCollection(label: String, alias: String) throws(SecError)
+        -> (collection: SecretServiceCollection, created: Bool) {
+        guard label.utf8.count <= SecretServiceLimits.maxStringBytes else { throw .param("label too long") }
+        if !alias.isEmpty { try Self.validateIdentifier(alias, "alias") }
+        return try withStore { store in
+            var state = try loadState(store)
+            if !alias.isEmpty, let id = state.aliases[alias], let existing = state.collection(id) {
+                return (existing, false)
+            }
+            guard state.collections.count <= SecretServiceLimits.maxCollections else {
+                throw SecError.param("at most \(SecretServiceLimits.maxCollections) collections")
+            }
+            let now = UInt64(max(0, Clock.now() + Clock.unixToReferenceDate))
+            let collection = SecretServiceCollection(id: Self.newIdentifier(for: label, taken: state),
+                                                     label: label, created: now, modified: now)
+            state.collections.append(collection)
+            if !alias.isEmpty { state.aliases[alias] = collection.id }
+            try saveState(state, store)
+            return (collection, true)
+        }
+    }
+
+    /// Sets a collection's label.
+    public func setLabel(_ label: String, ofCollection id: String) throws(SecError) {
+        guard label.utf8.count <= SecretServiceLimits.maxStringBytes else { throw .param("label too long") }
+        try withStore { store in
+            var state = try loadState(store)
+            guard let index = state.collections.firstIndex(where: { $0.id == id }) else { throw SecError.notFound }
+            try requireUnlocked()
+            state.collections[index].label = label
+            state.collections[index].modified = UInt64(max(0, Clock.now() + Clock.unixToReferenceDate))
+            try saveState(state, store)
+        }
+    }
+
+    /// Points alias `name` at collection `id`, or removes it when `id` is nil.
+    public func setAlias(_ name: String, to id: String?) throws(SecError) {
+        try Self.validateIdentifier(name, "alias")
+        try withStore { store in
+            var state = try loadState(store)
+            if let id {
+                guard state.collection(id) != nil else { throw SecError.notFound }
+                state.aliases[name] = id
+            } else {
+                state.aliases[name] = nil
+            }
+            try saveState(state, store)
+        }
+    }
+
+    /// Deletes a collection other than `login` with all its items, in one transaction; returns the
+    /// ids of the deleted items.
+    public func deleteCollection(_ id: String) throws(SecError) -> [[UInt8]] {
+        guard id != Self.login else {
+            throw SecError(SecStatus.unimplemented, "the login collection is the keychain and cannot be deleted")
+        }
+        return try withStore { store in
+            var state = try loadState(store)
+            guard state.collection(id) != nil else { throw SecError.notFound }
+            let indexKey = try keychain.keys.requireIndexKey()
+            let headers = try store.headers(matching: RowFilter(
+                itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,
+                allOfHashes: [SecretServiceMapping.collectionHash(id, indexKey: indexKey)]))
+            state.collections.removeAll { $0.id == id }
+            state.aliases = state.aliases.filter { $0.value != id }
+            try store.transaction {
+                _ = try store.delete(ids: headers.map(\.id))
+                try saveState(state, store)
+            }
+            return headers.map(\.persistentRef)
+        }
+    }
+
+    // MARK: - Listing and searching
+
+    /// Every item of a collection, in row order.
+    public func items(in collection: String) throws(SecError) -> [SecretServiceItemInfo] {
+        try withStore { store in
+            let state = try loadState(store)
+            guard state.collection(collection) != nil else { throw SecError.notFound }
+            return try select(SecretAttributes(), in: collection, state: state, store: store)
+        }
+    }
+
+    /// Items whose attributes include every pair of `query`, in one collection or (nil) in all.
+    /// Locked matches are found by their keyed hashes alone (docs/SECRET-SERVICE.md §2).
+    public func search(_ query: SecretAttributes, in collection: String? = nil) throws(SecError)
+        -> [SecretServiceItemInfo] {
+        try query.validate()
+        return try withStore { store in
+            let state = try loadState(store)
+            if let collection, state.collection(collection) == nil { throw SecError.notFound }
+            var results: [SecretServiceItemInfo] = []
+            for target in collection.map({ [$0] }) ?? state.collections.map(\.id) {
+                results += try select(query, in: target, state: state, store: store)
+            }
+            return results
+        }
+    }
+
+    /// Whether an item exists in a collection, and whether it is locked; nil when it does not.
+    public func info(item id: [UInt8], in collection: String) throws(SecError) -> SecretServiceItemInfo? {
+        try withStore { store in
+            let state = try loadState(store)
+            guard state.collection(collection) != nil, let row = try memberRow(id, collection, state, store) else {
+                return nil
+            }
+            return SecretServiceItemInfo(id: id, collection: collection, locked: !isHeld(row.protection))
+        }
+    }
+
+    /// An item's label, attributes and dates; errSecInteractionNotAllowed while it is locked.
+    public func item(_ id: [UInt8], in collection: String) throws(SecError) -> SecretServiceItem {
+        try withStore { store in
+            let item = try openMember(id, collection, store)
+            let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
+            return SecretServiceItem(id: id, collection: collection, label: SecretServiceMapping.label(of: item.attributes),
+                                     attributes: data.attributes, contentType: data.contentType,
+                                     created: SecretServiceMapping.unixSeconds(item.attributes[SecAttr.creationDate]),
+                                     modified: SecretServiceMapping.unixSeconds(item.attributes[SecAttr.modificationDate]))
+        }
+    }
+
+    /// An item's secret; errSecInteractionNotAllowed while it is locked.
+    public func secret(_ id: [UInt8], in collection: String) throws(SecError) -> SecretServiceSecret {
+        try withStore { store in
+            let item = try openMember(id, collection, store)
+            let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
+            return SecretServiceSecret(value: try ItemSealer.openSecret(item), contentType: data.contentType)
+        }
+    }
+
+    // MARK: - Changes
+
+    /// `CreateItem`: a new WhenUnlocked generic password in `collection`, or, with `replace`, the
+    /// first item there with exactly these attributes gets the new label and secret. Returns the
+    /// item's id and whether it was newly made (docs/SECRET-SERVICE.md §3).
+    public func createItem(in collection: String, label: String, attributes: SecretAttributes,
+                           secret: SecretServiceSecret, replace: Bool) throws(SecError)
+        -> (id: [UInt8], created: Bool) {
+        try Self.validate(label: label, attributes: attributes, secret: secret)
+        return try withStore { store in
+            let state = try loadState(store)
+            guard state.collection(collection) != nil else { throw SecError.notFound }
+            let classKey = try keychain.keys.key(for: .whenUnlocked)
+            let indexKey = try keychain.keys.requireIndexKey()
+            if replace, let existing = try exactMatch(attributes, in: collection, state: state, store: store) {
+                var changed = existing.attributes
+                changed[SecAttr.label] = .string(label)
+                var data = SecretServiceMapping.data(of: existing.attributes, sealed: existing.secretService)
+                data.contentType = secret.contentType
+                try reseal(existing, attributes: changed, data: data, secret: secret.value, store: store)
+                return (existing.persistentRef, false)
+            }
+            let primary = SecretServiceMapping.primaryKey(of: attributes)
+            let now = Clock.now()
+            var genp: SecDictionary = [
+                SecAttr.label: .string(label), SecAttr.service: primary.service, SecAttr.account: primary.account,
+                SecAttr.accessGroup: .string(Caller.defaultAccessGroup),
+                SecAttr.accessible: .string(ProtectionClass.whenUnlocked.pdmn), SecAttr.synchronizable: .int(0),
+                SecAttr.creationDate: .date(now), SecAttr.modificationDate: .date(now),
+            ]
+            for spec in ItemClass.genericPassword.primaryKey where genp[spec.name] == nil {
+                if let implicit = spec.implicitValue { genp[spec.name] = implicit }
+            }
+            var data = SecretServiceData(attributes: attributes, collection: collection,
+                                         contentType: secret.contentType)
+            let ref = try SecureRandom.bytes(16)
+            while true {
+                let row = try ItemSealer.seal(ref: ref, itemClass: .genericPassword, protection: .whenUnlocked,
+                                              synchronizable: false, attributes: genp, secret: secret.value,
+                                              classKey: classKey, indexKey: indexKey, secretService: data)
+                do {
+                    _ = try store.insert(row)
+                    return (ref, true)
+                } catch StoreError.duplicate where data.nonce.isEmpty {
+                    // The same attributes exist (or, for a plain item, the same genp identity): a
+                    // deliberate duplicate, as the spec allows (docs/SECRET-SERVICE.md §3).
+                    data.nonce = try SecureRandom.bytes(16)
+                }
+            }
+        }
+    }
+
+    /// Changes an item's label, attributes and/or secret; errSecInteractionNotAllowed while it is
+    /// locked.
+    public func updateItem(_ id: [UInt8], in collection: String, label: String? = nil,
+                           attributes: SecretAttributes? = nil, secret: SecretServiceSecret? = nil) throws(SecError) {
+        if let label, label.utf8.count > SecretServiceLimits.maxStringBytes { throw .param("label too long") }
+        try attributes?.validate()
+        if let secret { try Self.validate(secret) }
+        try withStore { store in
+            let item = try openMember(id, collection, store)
+            var genp = item.attributes
+            var data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
+            if let attributes {
+                data.attributes = attributes
+                let primary = SecretServiceMapping.primaryKey(of: attributes)
+                genp[SecAttr.service] = primary.service
+                genp[SecAttr.account] = primary.account
+            }
+            if let label { genp[SecAttr.label] = .string(label) }
+            if let secret { data.contentType = secret.contentType }
+            try reseal(item, attributes: genp, data: data, secret: try secret?.value ?? ItemSealer.openSecret(item),
+                       store: store)
+        }
+    }
+
+    /// Deletes an item; works while it is locked (like SecItemDelete).
+    public func deleteItem(_ id: [UInt8], in collection: String) throws(SecError) {
+        try withStore { store in
+            let state = try loadState(store)
+            guard state.collection(collection) != nil, let row = try memberRow(id, collection, state, store) else {
+                throw SecError.notFound
+            }
+            _ = try store.delete(ids: [row.id])
+        }
+    }
+
+    // MARK: - Internals (mutex held)
+
+    private func withStore<T>(_ body: (Store) throws -> T) throws(SecError) -> T {
+        try keychain.locked { () throws(SecError) -> T in
+            let store = try keychain.store()
+            do {
+                try reindexPending(store)
+                return try body(store)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+
+    private func isHeld(_ protection: Int) -> Bool {
+        ProtectionClass(rawValue: UInt8(clamping: protection)).map { keychain.keys.isAvailable($0) } ?? false
+    }
+
+    private func requireUnlocked() throws(SecError) {
+        _ = try keychain.keys.key(for: .whenUnlocked)
+    }
+
+    /// Adds the Secret Service hashes of rows written before they existed, for every class whose key
+    /// is held (docs/SECRET-SERVICE.md §2). A row that fails authentication is left without them (its
+    /// reads report errSecDecode) and not retried.
+    private func reindexPending(_ store: Store) throws {
+        guard let indexKey = keychain.keys.indexKey, try store.hasPendingIndexRows() else { return }
+        let held = ProtectionClass.allCases.filter { keychain.keys.isAvailable($0) }.map { Int($0.rawValue) }
+        while true {
+            let rows = try store.pendingIndexRows(protections: held, limit: 256)
+            if rows.isEmpty { return }
+            for row in rows {
+                var hashes: [[UInt8]] = []
+                if let item = try? ItemSealer.open(row, keys: keychain.keys) {
+                    hashes = try SecretServiceMapping.indexHashes(attributes: item.attributes, sealed: item.secretService,
+                                                                  indexKey: indexKey)
+                }
+                try store.completeIndex(item: row.id, adding: hashes)
+            }
+        }
+    }
+
+    /// The rows of `collection` matching `query` (every item for an empty query).
+    private func select(_ query: SecretAttributes, in collection: String, state: SecretServiceState,
+                        store: Store) throws -> [SecretServiceItemInfo] {
+        let genp = Int(ItemClass.genericPassword.rawValue)
+        let others = state.collections.map(\.id).filter { $0 != Self.login }
+        let needsIndex = !query.isEmpty || collection != Self.login || !others.isEmpty
+        guard !needsIndex || keychain.keys.indexKey != nil else { throw SecError.locked }
+        var hashes: [[UInt8]] = []
+        if let indexKey = keychain.keys.indexKey {
+            hashes = try query.pairs.map { try SecretServiceMapping.pairHash($0, indexKey: indexKey) }
+            if hashes.count > 1 {
+                // The lookup walks the rows of the first hash: start from the rarest.
+                let counts = try store.hashFrequencies(hashes, cap: 64)
+                hashes = zip(hashes, counts).sorted { $0.1 < $1.1 }.map(\.0)
+            }
+            if collection != Self.login {
+                hashes.insert(try SecretServiceMapping.collectionHash(collection, indexKey: indexKey), at: 0)
+            }
+        }
+        var excluded = Set<Int64>()
+        if collection == Self.login, let indexKey = keychain.keys.indexKey {
+            for other in others {
+                let filter = RowFilter(itemClass: genp, synchronizable: nil,
+                                       allOfHashes: [try SecretServiceMapping.collectionHash(other, indexKey: indexKey)] + hashes)
+                for header in try store.headers(matching: filter) { excluded.insert(header.id) }
+            }
+        }
+        let filter = RowFilter(itemClass: genp, synchronizable: nil, allOfHashes: hashes)
+        if query.isEmpty {
+            return try store.headers(matching: filter).filter { !excluded.contains($0.id) }.map {
+                SecretServiceItemInfo(id: $0.persistentRef, collection: collection, locked: !isHeld($0.protection))
+            }
+        }
+        var results: [SecretServiceItemInfo] = []
+        for row in try store.rows(matching: filter) where !excluded.contains(row.id) {
+            if isHeld(row.protection) {
+                // The hashes found it; the sealed attributes must agree, or the index was tampered with.
+                guard let item = try? ItemSealer.open(row, keys: keychain.keys) else { continue }
+                let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
+                guard data.collection == collection, data.attributes.contains(query) else { continue }
+                results.append(SecretServiceItemInfo(id: row.persistentRef, collection: collection, locked: false))
+            } else {
+                results.append(SecretServiceItemInfo(id: row.persistentRef, collection: collection, locked: true))
+            }
+        }
+        return results
+    }
+
+    /// The first item of `collection` whose attribute set is exactly `attributes`, if one can be read.
+    private func exactMatch(_ attributes: SecretAttributes, in collection: String, state: SecretServiceState,
+                            store: Store) throws -> OpenItem? {
+        for info in try select(attributes, in: collection, state: state, store: store) where !info.locked {
+            guard let row = try store.row(persistentRef: info.id) else { continue }
+            let item = try ItemSealer.open(row, keys: keychain.keys)
+            if SecretServiceMapping.data(of: item.attributes, sealed: item.secretService).attributes == attributes {
+                return item
+            }
+        }
+        return nil
+    }
+
+    /// The row of item `id` if it is a member of `collection` (by its sealed data when it can be
+    /// opened, else by its collection hash).
+    private func memberRow(_ id: [UInt8], _ collection: String, _ state: SecretServiceState, _ store: Store) throws
+        -> StoreRow? {
+        try member(id, collection, state, store)?.row
+    }
+
+    /// Like `memberRow`, with the opened item when its class key is held (so callers open it once).
+    private func member(_ id: [UInt8], _ collection: String, _ state: SecretServiceState, _ store: Store) throws
+        -> (row: StoreRow, item: OpenItem?)? {
+        guard id.count == 16, let row = try store.row(persistentRef: id),
+              row.itemClass == Int(ItemClass.genericPassword.rawValue) else { return nil }
+        if isHeld(row.protection) {
+            let item = try ItemSealer.open(row, keys: keychain.keys)
+            let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
+            // An item of a collection deleted meanwhile (none is left behind by deleteCollection) counts as login's.
+            let owner = state.collection(data.collection) != nil ? data.collection : Self.login
+            return owner == collection ? (row, item) : nil
+        }
+        let others = state.collections.map(\.id).filter { $0 != Self.login }
+        if collection == Self.login && others.isEmpty { return (row, nil) }
+        let indexKey = try keychain.keys.requireIndexKey()
+        func carries(_ other: String) throws -> Bool {
+            try !store.headers(matching: RowFilter(
+                itemClass: row.itemClass, synchronizable: nil, persistentRef: id,
+                allOfHashes: [SecretServiceMapping.collectionHash(other, indexKey: indexKey)])).isEmpty
+        }
+        if collection != Self.login { return try carries(collection) ? (row, nil) : nil }
+        for other in others where try carries(other) { return nil }
+        return (row, nil)
+    }
+
+    private func openMember(_ id: [UInt8], _ collection: String, _ store: Store) throws -> OpenItem {
+        let state = try loadState(store)
+        guard state.collection(collection) != nil, let found = try member(id, collection, state, store) else {
+            throw SecError.notFound
+        }
+        return try found.item ?? ItemSealer.open(found.row, keys: keychain.keys)
+    }
+
+    /// Seals an item again with new genp attributes, Secret Service data and secret, keeping its
+    /// persistent ref, class and creation date; the modification date moves forward.
+    private func reseal(_ item: OpenItem, attributes: SecDictionary, data: SecretServiceData, secret: [UInt8],
+                        store: Store) throws {
+        let classKey = try keychain.keys.key(for: item.protection)
+        let indexKey = try keychain.keys.requireIndexKey()
+        var attributes = attributes
+        var now = Clock.now()
+        if case .date(let previous)? = item.attributes[SecAttr.modificationDate], now <= previous { now = previous.nextUp }
+        attributes[SecAttr.modificationDate] = .date(now)
+        var data = data
+        while true {
+            let row = try ItemSealer.seal(ref: item.persistentRef, itemClass: item.itemClass, protection: item.protection,
+                                          synchronizable: item.row.synchronizable, attributes: attributes,
+                                          secret: secret, classKey: classKey, indexKey: indexKey, secretService: data)
+            do {
+                try store.replace(id: item.id, with: row)
+                return
+            } catch StoreError.duplicate where data.nonce.isEmpty {
+                data.nonce = try SecureRandom.bytes(16)
+            }
+        }
+    }
+
+    // MARK: - Sealed state
+
+    private func stateKey() throws -> SecretBytes {
+        try HKDF.sha256(ikm: try keychain.keys.key(for: .afterFirstUnlock), salt: [], info: Self.stateKeyInfo, count: 32)
+    }
+
+    private func loadState(_ store: Store) throws -> SecretServiceState {
+        guard let sealed = try store.stateValue(named: Self.stateName) else { return .initial }
+        let key = try stateKey()
+        var plain: [UInt8]
+        do {
+            plain = try AES256GCM.open(sealed, key: key, aad: Self.stateAADLabel + Array(Self.stateName.utf8))
+        } catch {
+            throw SecError(SecStatus.decode, "the Secret Service state failed authentication (damaged or tampered)")
+        }
+        defer { SecretBytes.wipe(&plain) }
+        guard let state = Self.decodeState(try ValueCodec.decode(plain)) else {
+            throw SecError(SecStatus.decode, "the Secret Service state is malformed")
+        }
+        return state
+    }
+
+    private func saveState(_ state: SecretServiceState, _ store: Store) throws {
+        var plain: [UInt8] = []
+        ValueCodec.encode(Self.encodeState(state), into: &plain)
+        defer { SecretBytes.wipe(&plain) }
+        let sealed = try AES256GCM.seal(plain, key: try stateKey(), aad: Self.stateAADLabel + Array(Self.stateName.utf8))
+        try store.setStateValue(sealed, named: Self.stateName)
+    }
+
+    static func encodeState(_ state: SecretServiceState) -> SecValue {
+        .dictionary([
+            "collections": .array(state.collections.map {
+                .dictionary(["id": .string($0.id), "label": .string($0.label),
+                             "created": .int(Int64(clamping: $0.created)), "modified": .int(Int64(clamping: $0.modified))])
+            }),
+            "aliases": .dictionary(state.aliases.mapValues { .string($0) }),
+        ])
+    }
+
+    static func decodeState(_ value: SecValue) -> SecretServiceState? {
+        guard case .dictionary(let d) = value, case .array(let list)? = d["collections"],
+              case .dictionary(let aliases)? = d["aliases"] else { return nil }
+        var collections: [SecretServiceCollection] = []
+        for entry in list {
+            guard case .dictionary(let c) = entry, case .string(let id)? = c["id"], case .string(let label)? = c["label"],
+                  case .int(let created)? = c["created"], case .int(let modified)? = c["modified"],
+                  !collections.contains(where: { $0.id == id }) else { return nil }
+            collections.append(SecretServiceCollection(id: id, label: label, created: UInt64(clamping: created),
+                                                       modified: UInt64(clamping: modified)))
+        }
+        if !collections.contains(where: { $0.id == login }) {
+            collections.insert(SecretServiceState.initial.collections[0], at: 0)
+        }
+        var names: [String: String] = [:]
+        for (name, target) in aliases {
+            guard case .string(let id) = target else { return nil }
+            names[name] = id
+        }
+        return SecretServiceState(collections: collections, aliases: names)
+    }
+
+    // MARK: - Validation
+
+    static func validate(label: String, attributes: SecretAttributes, secret: SecretServiceSecret) throws(SecError) {
+        guard label.utf8.count <= SecretServiceLimits.maxStringBytes else { throw .param("label too long") }
+        try attributes.validate()
+        try validate(secret)
+    }
+
+    static func validate(_ secret: SecretServiceSecret) throws(SecError) {
+        guard secret.value.count <= SecretServiceLimits.maxSecretBytes else { throw .param("secret too large") }
+        guard secret.contentType.utf8.count <= SecretServiceLimits.maxContentTypeBytes else {
+            throw .param("content type too long")
+        }
+    }
+
+    /// Collection ids and alias names appear in object paths: `[A-Za-z0-9_]`, 1–64 bytes.
+    static func validateIdentifier(_ name: String, _ what: String) throws(SecError) {
+        guard !name.isEmpty, name.utf8.count <= SecretServiceLimits.maxIdentifierBytes,
+              name.utf8.allSatisfy(isPathCharacter) else {
+            throw .param("\(what) must be 1–\(SecretServiceLimits.maxIdentifierBytes) characters of [A-Za-z0-9_]")
+        }
+    }
+
+    static func isPathCharacter(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F
+    }
+
+    /// An id from a label: other characters become `_`, at most 48 bytes, a number appended when taken.
+    static func newIdentifier(for label: String, taken state: SecretServiceState) -> String {
+        var base = String(decoding: label.utf8.prefix(48).map { isPathCharacter($0) ? $0 : 0x5F }, as: UTF8.self)
+        if base.isEmpty { base = "collection" }
+        var candidate = base
+        var n = 2
+        while state.collection(candidate) != nil || candidate == login {
+            candidate = "\(base)_\(n)"
+            n += 1
+        }
+        return candidate
+    }
+}
+
+// MARK: - Change notifications
+
+/// A generic password added, changed or deleted through SecItem (the Secret Service announces its own
+/// changes), by its persistent reference UUID.
+public enum KeychainItemChange: Sendable, Equatable {
+    case added([UInt8])
+    case changed([UInt8])
+    case deleted([UInt8])
+}
+
+extension Keychain {
+    /// Calls `handler` after every SecItem change of a generic password, so the Secret Service can emit
+    /// ItemCreated/ItemChanged/ItemDeleted. It runs on the caller's thread with the keychain's mutex
+    /// held: it must only queue work (calling back into this keychain from it would deadlock). One
+    /// handler per keychain; nil removes it.
+    public func observeItemChanges(_ handler: (@Sendable (KeychainItemChange) -> Void)?) {
+        ItemChangeObservers.shared.set(handler, for: ObjectIdentifier(self))
+    }
+
+    func notifyItemChange(_ change: KeychainItemChange) {
+        ItemChangeObservers.shared.handler(for: ObjectIdentifier(self))?(change)
+    }
+}
+
+/// The change handlers, by keychain (an extension cannot add a stored property to `Keychain`).
+final class ItemChangeObservers: @unchecked Sendable {
+    static let shared = ItemChangeObservers()
+    private var mutex = pthread_mutex_t()
+    private var handlers: [ObjectIdentifier: @Sendable (KeychainItemChange) -> Void] = [:]
+
+    private init() { pthread_mutex_init(&mutex, nil) }
+
+    func set(_ handler: (@Sendable (KeychainItemChange) -> Void)?, for keychain: ObjectIdentifier) {
+        pthread_mutex_lock(&mutex)
+        handlers[keychain] = handler
+        pthread_mutex_unlock(&mutex)
+    }
+
+    func handler(for keychain: ObjectIdentifier) -> (@Sendable (KeychainItemChange) -> Void)? {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return handlers.isEmpty ? nil : handlers[keychain]
+    }
+}

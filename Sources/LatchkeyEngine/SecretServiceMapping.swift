@@ -1,0 +1,278 @@
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeySecrets
+
+// The mapping between Secret Service items and generic passwords (docs/SECRET-SERVICE.md §1–3): the
+// attribute map type, the data sealed with each Secret Service item, the view of any genp item as a
+// Secret Service item, and the keyed hashes of the "S" and "C" domains. Pure: no store, no lock.
+
+/// Limits on what a Secret Service client may store (docs/SECRET-SERVICE.md §6).
+public enum SecretServiceLimits {
+    /// Attribute pairs per item.
+    public static let maxAttributes = 256
+    /// Bytes per attribute name or value, and per label.
+    public static let maxStringBytes = 4096
+    /// Bytes of a content type.
+    public static let maxContentTypeBytes = 255
+    /// Bytes of a secret.
+    public static let maxSecretBytes = 1 << 20
+    /// Collections besides `login`.
+    public static let maxCollections = 64
+    /// Bytes of a collection id or alias name.
+    public static let maxIdentifierBytes = 64
+}
+
+/// A Secret Service attribute map: unique names, compared byte for byte (not under Unicode
+/// equivalence, as Swift strings are), kept sorted by the UTF-8 bytes of the name.
+public struct SecretAttributes: Sendable, Equatable {
+    /// One attribute.
+    public struct Pair: Sendable, Equatable {
+        public var name: String
+        public var value: String
+
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+
+        public static func == (a: Pair, b: Pair) -> Bool {
+            a.name.utf8.elementsEqual(b.name.utf8) && a.value.utf8.elementsEqual(b.value.utf8)
+        }
+    }
+
+    /// The pairs, sorted by name bytes.
+    public private(set) var pairs: [Pair]
+
+    /// The empty map.
+    public init() { pairs = [] }
+
+    /// A map from pairs in any order; nil if a name (as bytes) appears twice.
+    public init?(_ unsorted: [Pair]) {
+        let sorted = unsorted.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        for k in sorted.indices.dropFirst() where sorted[k - 1].name.utf8.elementsEqual(sorted[k].name.utf8) {
+            return nil
+        }
+        pairs = sorted
+    }
+
+    public var count: Int { pairs.count }
+    public var isEmpty: Bool { pairs.isEmpty }
+
+    /// The value of `name` (compared as bytes).
+    public subscript(name: String) -> String? {
+        pairs.first { $0.name.utf8.elementsEqual(name.utf8) }?.value
+    }
+
+    /// Whether every pair of `query` is one of ours.
+    public func contains(_ query: SecretAttributes) -> Bool {
+        query.pairs.allSatisfy { wanted in pairs.contains(wanted) }
+    }
+
+    /// A copy with `name` set to `value`, or removed when `value` is nil.
+    public func setting(_ name: String, _ value: String?) -> SecretAttributes {
+        var others = pairs.filter { !$0.name.utf8.elementsEqual(name.utf8) }
+        if let value { others.append(Pair(name, value)) }
+        return SecretAttributes(others)!
+    }
+
+    /// Checks the caps of docs/SECRET-SERVICE.md §6.
+    public func validate() throws(SecError) {
+        guard pairs.count <= SecretServiceLimits.maxAttributes else {
+            throw .param("more than \(SecretServiceLimits.maxAttributes) attributes")
+        }
+        for pair in pairs where pair.name.utf8.count > SecretServiceLimits.maxStringBytes
+            || pair.value.utf8.count > SecretServiceLimits.maxStringBytes {
+            throw .param("an attribute name or value is longer than \(SecretServiceLimits.maxStringBytes) bytes")
+        }
+    }
+
+    /// The attribute names that give `acct`, in order of preference.
+    static let accountNames = ["account", "username", "user"]
+    static let serviceName = "service"
+
+    /// `svce` as this map defines it.
+    var service: String? { self[Self.serviceName] }
+
+    /// The name that gives `acct` (the first of `accountNames` present), or nil.
+    var accountName: String? { Self.accountNames.first { self[$0] != nil } }
+
+    /// `acct` as this map defines it.
+    var account: String? { accountName.flatMap { self[$0] } }
+}
+
+/// What is sealed with a Secret Service item besides its genp attributes, under the key `ss` of the
+/// sealed attribute dictionary (docs/SECRET-SERVICE.md §1.1).
+struct SecretServiceData: Equatable {
+    /// The key in the sealed dictionary; no SecItem attribute can have it.
+    static let key = "ss"
+    /// The keychain's own collection.
+    static let login = "login"
+
+    var attributes: SecretAttributes
+    var collection: String
+    var contentType: String
+    /// Empty, or 16 random bytes that make a deliberate duplicate unique (docs/SECRET-SERVICE.md §3).
+    var nonce: [UInt8] = []
+
+    var encoded: SecValue {
+        var value: [String: SecValue] = [
+            "a": .array(attributes.pairs.flatMap { [SecValue.string($0.name), .string($0.value)] }),
+            "c": .string(collection),
+            "t": .string(contentType),
+        ]
+        if !nonce.isEmpty { value["n"] = .data(nonce) }
+        return .dictionary(value)
+    }
+
+    init(attributes: SecretAttributes, collection: String, contentType: String, nonce: [UInt8] = []) {
+        self.attributes = attributes
+        self.collection = collection
+        self.contentType = contentType
+        self.nonce = nonce
+    }
+
+    /// Decodes the sealed form; nil when it is malformed.
+    init?(decoding value: SecValue) {
+        guard case .dictionary(let d) = value, case .array(let flat)? = d["a"], flat.count % 2 == 0,
+              case .string(let collection)? = d["c"], case .string(let contentType)? = d["t"] else { return nil }
+        var pairs: [SecretAttributes.Pair] = []
+        var k = 0
+        while k < flat.count {
+            guard case .string(let name) = flat[k], case .string(let value) = flat[k + 1] else { return nil }
+            pairs.append(.init(name, value))
+            k += 2
+        }
+        guard let attributes = SecretAttributes(pairs) else { return nil }
+        self.attributes = attributes
+        self.collection = collection
+        self.contentType = contentType
+        if let n = d["n"] {
+            guard case .data(let nonce) = n else { return nil }
+            self.nonce = nonce
+        }
+    }
+
+    /// An item whose attributes are at most `service` and `account`, in `login`, and not a deliberate
+    /// duplicate: unique exactly as a SecItem genp item (docs/SECRET-SERVICE.md §3).
+    var isPlainLogin: Bool {
+        collection == Self.login && nonce.isEmpty
+            && attributes.pairs.allSatisfy { pair in
+                ["service", "account"].contains { pair.name.utf8.elementsEqual($0.utf8) }
+            }
+    }
+
+    /// Applies a SecItemUpdate's `svce`/`acct` changes to the attribute map (docs/SECRET-SERVICE.md §1).
+    func applying(secItemChanges changes: SecDictionary) -> SecretServiceData {
+        var result = self
+        if let svce = changes[SecAttr.service] {
+            result.attributes = result.attributes.setting(SecretAttributes.serviceName, SecretServiceMapping.text(svce))
+        }
+        if let acct = changes[SecAttr.account] {
+            let name = attributes.accountName ?? SecretAttributes.accountNames[0]
+            result.attributes = result.attributes.setting(name, SecretServiceMapping.text(acct))
+        }
+        return result
+    }
+}
+
+/// The Secret Service view of genp items and the keyed hashes of docs/SECRET-SERVICE.md §2–3.
+enum SecretServiceMapping {
+    static let defaultContentType = "text/plain"
+
+    /// A non-empty string, or data that is valid UTF-8; nil otherwise.
+    static func text(_ value: SecValue?) -> String? {
+        let text: String?
+        switch value {
+        case .string(let s)?: text = s
+        case .data(let d)?: text = String(validating: d, as: UTF8.self)
+        default: text = nil
+        }
+        return text?.isEmpty == false ? text : nil
+    }
+
+    /// The Secret Service data of an item: its sealed data, or the view of an item made through SecItem.
+    static func data(of attributes: SecDictionary, sealed: SecretServiceData?) -> SecretServiceData {
+        if let sealed { return sealed }
+        var pairs: [SecretAttributes.Pair] = []
+        if let service = text(attributes[SecAttr.service]) { pairs.append(.init("service", service)) }
+        if let account = text(attributes[SecAttr.account]) { pairs.append(.init("account", account)) }
+        return SecretServiceData(attributes: SecretAttributes(pairs)!, collection: SecretServiceData.login,
+                                 contentType: defaultContentType)
+    }
+
+    /// The label of an item, as Secret Service shows it.
+    static func label(of attributes: SecDictionary) -> String {
+        switch attributes[SecAttr.label] {
+        case .string(let s)?: s
+        case .data(let d)?: String(validating: d, as: UTF8.self) ?? ""
+        default: ""
+        }
+    }
+
+    /// Unix seconds of a `cdat`/`mdat` value (CFAbsoluteTime), rounded down; 0 when absent.
+    static func unixSeconds(_ value: SecValue?) -> UInt64 {
+        guard case .date(let t)? = value else { return 0 }
+        let unix = t + Clock.unixToReferenceDate
+        return unix > 0 && unix < 1.8e19 ? UInt64(unix) : 0
+    }
+
+    // MARK: Keyed hashes
+
+    /// `HMAC(index key, "S" ‖ u32 len(name) ‖ name ‖ u32 len(value) ‖ value)`.
+    static func pairHash(_ pair: SecretAttributes.Pair, indexKey: SecretBytes) throws -> [UInt8] {
+        var input: [UInt8] = [0x53]
+        appendField(Array(pair.name.utf8), to: &input)
+        appendField(Array(pair.value.utf8), to: &input)
+        return try HMAC.sha256(key: indexKey, input)
+    }
+
+    /// `HMAC(index key, "C" ‖ u32 len(id) ‖ id)`.
+    static func collectionHash(_ collection: String, indexKey: SecretBytes) throws -> [UInt8] {
+        var input: [UInt8] = [0x43]
+        appendField(Array(collection.utf8), to: &input)
+        return try HMAC.sha256(key: indexKey, input)
+    }
+
+    /// The index hashes a genp item carries for Secret Service: every pair of its attribute map (or
+    /// of its view), and its collection's hash unless it is in `login`.
+    static func indexHashes(attributes: SecDictionary, sealed: SecretServiceData?, indexKey: SecretBytes) throws
+        -> [[UInt8]] {
+        let data = data(of: attributes, sealed: sealed)
+        var hashes = try data.attributes.pairs.map { try pairHash($0, indexKey: indexKey) }
+        if data.collection != SecretServiceData.login {
+            hashes.append(try collectionHash(data.collection, indexKey: indexKey))
+        }
+        return hashes
+    }
+
+    /// The bytes appended to the uniqueness hash input, or nil for an item that is unique as a plain
+    /// genp item: `"S" ‖ u32 len(collection) ‖ collection ‖ u32 n ‖ n × (u32 len ‖ name ‖ u32 len ‖
+    /// value) ‖ u32 len(nonce) ‖ nonce`.
+    static func discriminator(_ data: SecretServiceData?) -> [UInt8]? {
+        guard let data, !data.isPlainLogin else { return nil }
+        var out: [UInt8] = [0x53]
+        appendField(Array(data.collection.utf8), to: &out)
+        appendU32(UInt32(data.attributes.count), to: &out)
+        for pair in data.attributes.pairs {
+            appendField(Array(pair.name.utf8), to: &out)
+            appendField(Array(pair.value.utf8), to: &out)
+        }
+        appendField(data.nonce, to: &out)
+        return out
+    }
+
+    static func appendField(_ bytes: [UInt8], to out: inout [UInt8]) {
+        appendU32(UInt32(bytes.count), to: &out)
+        out += bytes
+    }
+
+    static func appendU32(_ n: UInt32, to out: inout [UInt8]) {
+        out += [UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+    }
+
+    /// The genp attributes a Secret Service attribute map defines: `svce` and `acct` (their implicit
+    /// empty default when the map has no such attribute).
+    static func primaryKey(of attributes: SecretAttributes) -> (service: SecValue, account: SecValue) {
+        (attributes.service.map { .string($0) } ?? .data([]), attributes.account.map { .string($0) } ?? .data([]))
+    }
+}

@@ -1,0 +1,369 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LatchkeyDesktop
+import LatchkeyEngine
+import LatchkeyModel
+
+/// The freedesktop.org Secret Service on a D-Bus connection, backed by the keychain engine
+/// (docs/SECRET-SERVICE.md).
+///
+/// Threading: every handler runs on the connection's loop thread, and the mutable state below
+/// (sessions, prompts, the last lock state seen) is touched only there. Two other threads exist: the
+/// lock-state poller, which only queues work on the loop, and one thread per running prompt, which
+/// runs the prompter and the unlock (Argon2id, never on the loop) and queues its result on the loop.
+public final class SecretService: @unchecked Sendable {
+    /// How much a log line matters.
+    public enum LogLevel: Sendable {
+        case info, warning
+    }
+
+    /// Why the service could not start.
+    public enum StartError: Error, Sendable, CustomStringConvertible {
+        /// No bus to connect to.
+        case busUnavailable(String)
+        /// Another program owns `org.freedesktop.secrets`; the text names it.
+        case nameTaken(String)
+        case failed(String)
+
+        public var description: String {
+            switch self {
+            case .busUnavailable(let text), .nameTaken(let text), .failed(let text): text
+            }
+        }
+    }
+
+    let engine: SecretServiceKeychain
+    let keychain: Keychain
+    let prompter: PinentryPrompter
+    let log: @Sendable (LogLevel, String) -> Void
+    let connection: BusConnection
+    /// How often the keychain's lock state is compared with the last one announced.
+    static let lockPollMicroseconds: UInt32 = 250_000
+
+    // Loop thread only.
+    var sessions = SessionRegistry()
+    var prompts = PromptRegistry()
+    var lastLockState: SecretServiceLockState?
+
+    /// Connects to `endpoint`, serves the objects and claims `org.freedesktop.secrets` (without
+    /// replacing or queueing behind an owner). `onDisconnect` runs once if the bus goes away later.
+    public static func start(on endpoint: BusEndpoint, keychain: Keychain, prompter: PinentryPrompter,
+                             log: @escaping @Sendable (LogLevel, String) -> Void,
+                             onDisconnect: (@Sendable () -> Void)? = nil) throws(StartError) -> SecretService {
+        let connection: BusConnection
+        do {
+            connection = try BusConnection(endpoint) { error in
+                log(.warning, "Secret Service: \(endpoint) disconnected (\(error.message)); no longer serving it")
+                keychain.observeItemChanges(nil)
+                onDisconnect?()
+            }
+        } catch {
+            throw .busUnavailable("\(endpoint) is not available (\(error.message))")
+        }
+        let service = SecretService(connection: connection, keychain: keychain, prompter: prompter, log: log)
+        do {
+            try connection.sync { bus in
+                try bus.addFallback(prefix: SS.root) { [service] call in try service.dispatch(call, bus) }
+                try bus.addMatch(Bus.signalRule(sender: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
+                                                member: "NameOwnerChanged")) { [service] message in
+                    service.nameOwnerChanged(message)
+                }
+                service.lastLockState = service.engine.lockState()
+            }
+        } catch {
+            connection.close()
+            throw .failed("cannot serve the Secret Service objects: \(error)")
+        }
+        let claimed: Result<Void, StartError> = (try? connection.sync { bus -> Result<Void, StartError> in
+            do {
+                try bus.requestName(SS.busName)
+                return .success(())
+            } catch {
+                return .failure(.nameTaken(Self.describeOwner(of: SS.busName, on: bus, error: error)))
+            }
+        }) ?? .failure(.failed("the bus connection closed"))
+        if case .failure(let error) = claimed {
+            connection.close()
+            throw error
+        }
+        service.startLockPoller()
+        // SecItem changes of generic passwords are Secret Service changes too: announce them on the loop.
+        keychain.observeItemChanges { [weak service] change in
+            guard let service else { return }
+            service.connection.perform { bus in service.secItemChanged(change, bus) }
+        }
+        return service
+    }
+
+    init(connection: BusConnection, keychain: Keychain, prompter: PinentryPrompter,
+         log: @escaping @Sendable (LogLevel, String) -> Void) {
+        self.connection = connection
+        self.keychain = keychain
+        self.engine = keychain.secretService
+        self.prompter = prompter
+        self.log = log
+    }
+
+    /// Stops serving and leaves the bus.
+    public func stop() {
+        keychain.observeItemChanges(nil)
+        connection.close()
+    }
+
+    /// Whether the connection is still up.
+    public var isRunning: Bool { connection.isOpen }
+
+    /// This connection's unique name.
+    public var uniqueName: String { connection.uniqueName }
+
+    // MARK: - Dispatch
+
+    func dispatch(_ call: BusMessage, _ bus: Bus) throws -> Bus.Dispatch {
+        guard call.kind == .methodCall, let path = call.path else { return .notHandled }
+        let member = call.member ?? ""
+        let interface = call.interface
+        guard let object = ObjectPath(path) else {
+            // The nodes between the service and its objects, for tools that walk the tree.
+            let nodes = [SS.collectionPrefix, SS.aliasPrefix, SS.sessionPrefix, SS.promptPrefix]
+            if nodes.contains(path), member == "Introspect", interface == nil || interface == SS.Interface.introspectable {
+                try call.reply([.string(Introspection.node(""))])
+                return .handled
+            }
+            return .notHandled
+        }
+        do {
+            if member == "Introspect" && (interface == nil || interface == SS.Interface.introspectable) {
+                try call.reply([.string(try introspect(object))])
+                return .handled
+            }
+            if interface == SS.Interface.properties {
+                return try handleProperties(call, object, bus)
+            }
+            switch object {
+            case .service: return try handleService(call, member, interface, bus)
+            case .collection(let name): return try handleCollection(call, name, member, interface, bus)
+            case .item(let name, let id): return try handleItem(call, name, id, member, interface, bus)
+            case .session(let n): return try handleSession(call, n, member, interface)
+            case .prompt(let n): return try handlePrompt(call, n, member, interface, bus)
+            }
+        } catch {
+            throw SecretServiceErrors.map(error)
+        }
+    }
+
+    static func unknownMethod(_ interface: String?, _ member: String) -> BusError {
+        BusError(name: SS.ErrorName.unknownMethod, message: "no method \(interface.map { $0 + "." } ?? "")\(member) here")
+    }
+
+    /// Whether a call's interface (nil: any) is `expected`.
+    static func addressed(_ interface: String?, _ expected: String) -> Bool {
+        interface == nil || interface == expected
+    }
+
+    private func introspect(_ object: ObjectPath) throws -> String {
+        switch object {
+        case .service:
+            return Introspection.node(Introspection.service, children: ["collection", "aliases", "session", "prompt"])
+        case .collection(let name):
+            let id = try collectionID(name)
+            let children = (try? engine.items(in: id))?.prefix(10_000).map { ObjectPath.hex($0.id) } ?? []
+            return Introspection.node(Introspection.collection, children: children)
+        case .item(let name, let id):
+            _ = try itemInfo(name, id)
+            return Introspection.node(Introspection.item)
+        case .session:
+            return Introspection.node(Introspection.session)
+        case .prompt:
+            return Introspection.node(Introspection.prompt)
+        }
+    }
+
+    // MARK: - Resolving paths
+
+    /// The collections and aliases; while they cannot be read (after `lock --all`), `login` alone.
+    func currentState() throws -> SecretServiceState {
+        switch Result(catching: { () throws(SecError) -> SecretServiceState in try engine.state() }) {
+        case .success(let state): return state
+        case .failure(let error):
+            if error.status == SecStatus.interactionNotAllowed { return .initial }
+            throw error
+        }
+    }
+
+    /// The id of the collection a path names; NoSuchObject when there is none.
+    func collectionID(_ name: ObjectPath.CollectionName) throws -> String {
+        if name == .id(SecretServiceKeychain.login) { return SecretServiceKeychain.login }  // always there
+        let state = try currentState()
+        switch name {
+        case .id(let id):
+            guard state.collection(id) != nil else { throw SecretServiceErrors.noSuchObject("no collection '\(id)'") }
+            return id
+        case .alias(let alias):
+            guard let id = state.aliases[alias], state.collection(id) != nil else {
+                throw SecretServiceErrors.noSuchObject("no collection has the alias '\(alias)'")
+            }
+            return id
+        }
+    }
+
+    /// An item a path names; NoSuchObject when there is none.
+    func itemInfo(_ name: ObjectPath.CollectionName, _ id: [UInt8]) throws -> SecretServiceItemInfo {
+        let collection = try collectionID(name)
+        switch Result(catching: { () throws(SecError) -> SecretServiceItemInfo? in try engine.info(item: id, in: collection) }) {
+        case .success(let info?): return info
+        case .success(nil): throw SecretServiceErrors.noSuchObject("no such item")
+        case .failure(let error):
+            // Membership cannot be checked without the index key (after `lock --all`).
+            if error.status == SecStatus.interactionNotAllowed { throw SecretServiceErrors.isLocked() }
+            throw error
+        }
+    }
+
+    /// Every path a collection is known by: its own and its aliases'.
+    func paths(ofCollection id: String, _ state: SecretServiceState) -> [String] {
+        [ObjectPath.collectionPath(id)] + state.aliases.filter { $0.value == id }.keys.sorted().map(ObjectPath.aliasPath)
+    }
+
+    // MARK: - Signals
+
+    func emit(_ bus: Bus, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue]) {
+        do {
+            try bus.emitSignal(path: path, interface: interface, member: member, arguments)
+        } catch {
+            log(.warning, "Secret Service: cannot emit \(member): \(error)")
+        }
+    }
+
+    func propertiesChanged(_ bus: Bus, _ path: String, _ interface: String, changed: [(String, BusValue)] = [],
+                           invalidated: [String] = []) {
+        emit(bus, path, SS.Interface.properties, "PropertiesChanged", [
+            .string(interface),
+            .dictionary(keyType: "s", valueType: "v", changed.map { (.string($0.0), .variant($0.1)) }),
+            .strings(invalidated),
+        ])
+    }
+
+    /// ItemCreated/ItemDeleted/ItemChanged on the collection's paths, and the Items property.
+    func itemSignal(_ bus: Bus, _ member: String, collection: String, item: [UInt8]) {
+        let state = (try? currentState()) ?? .initial
+        for path in paths(ofCollection: collection, state) {
+            emit(bus, path, SS.Interface.collection, member, [.objectPath(ObjectPath.itemPath(collection, item))])
+            if member != "ItemChanged" { propertiesChanged(bus, path, SS.Interface.collection, invalidated: ["Items"]) }
+        }
+    }
+
+    /// A generic password changed through SecItem: ItemCreated/ItemChanged in its collection, or
+    /// ItemDeleted in `login` (a deleted item's collection can no longer be told; docs/SECRET-SERVICE.md §6).
+    func secItemChanged(_ change: KeychainItemChange, _ bus: Bus) {
+        switch change {
+        case .added(let id), .changed(let id):
+            let state = (try? currentState()) ?? .initial
+            guard let collection = state.collections.first(where: { (try? engine.info(item: id, in: $0.id)) != nil }) else {
+                return
+            }
+            if case .added = change {
+                itemSignal(bus, "ItemCreated", collection: collection.id, item: id)
+            } else {
+                itemSignal(bus, "ItemChanged", collection: collection.id, item: id)
+            }
+        case .deleted(let id):
+            itemSignal(bus, "ItemDeleted", collection: SecretServiceKeychain.login, item: id)
+        }
+    }
+
+    /// Announces a change of the keychain's lock state on every collection (docs/SECRET-SERVICE.md §4).
+    func checkLockState(_ bus: Bus) {
+        let now = engine.lockState()
+        guard now != lastLockState else { return }
+        lastLockState = now
+        let state = (try? currentState()) ?? .initial
+        for collection in state.collections {
+            for path in paths(ofCollection: collection.id, state) {
+                propertiesChanged(bus, path, SS.Interface.collection, changed: [("Locked", .boolean(now.collectionsLocked))],
+                                  invalidated: ["Items"])
+            }
+        }
+        emit(bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(SecretServiceKeychain.login))])
+    }
+
+    private func startLockPoller() {
+        let started = startThread { [weak self] in
+            while let service = self, service.connection.isOpen {
+                service.connection.perform { bus in service.checkLockState(bus) }
+                usleep(Self.lockPollMicroseconds)
+            }
+        }
+        if !started { log(.warning, "Secret Service: cannot start the lock-state thread; Locked changes are not signalled") }
+    }
+
+    // MARK: - Clients
+
+    /// A connection left the bus: its sessions close and its prompts are dismissed.
+    func nameOwnerChanged(_ message: BusMessage) {
+        guard message.sender == SS.daemon, let arguments = try? message.arguments(), arguments.count == 3,
+              let name = arguments[0].string, name.hasPrefix(":"), arguments[2].string == "" else { return }
+        sessions.closeAll(owner: name)
+        prompts.removeAll(owner: name)
+    }
+
+    /// "pid 812 (gnome-keyring-d, /usr/bin/gnome-keyring-daemon)" for the owner of `name`, as far as
+    /// the bus and /proc tell.
+    static func describeOwner(of name: String, on bus: Bus, error: any Error) -> String {
+        guard let reply = try? bus.call(destination: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
+                                        member: "GetConnectionUnixProcessID", [.string(name)], timeout: .seconds(2)),
+              let pid = try? reply.arguments().first?.uint32 else {
+            return "\(name) is already owned on the bus (\(error)); its owner is unknown"
+        }
+        return "\(name) is owned by \(describeProcess(pid_t(pid)))"
+    }
+
+    static func describeProcess(_ pid: pid_t) -> String {
+        let comm = readSmallFile("/proc/\(pid)/comm")?.split(separator: "\n").first.map(String.init) ?? "?"
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        let exe = count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "exe unknown"
+        return "pid \(pid) (\(comm), \(exe))"
+    }
+
+    private static func readSmallFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = read(fd, &buffer, buffer.count)
+        return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
+    }
+
+    /// The caller's process, for the prompt's description.
+    func describeCaller(_ sender: String, _ bus: Bus) -> String {
+        guard let reply = try? bus.call(destination: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
+                                        member: "GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(1)),
+              let pid = try? reply.arguments().first?.uint32 else { return "an application" }
+        return Self.describeProcess(pid_t(pid))
+    }
+}
+
+/// Starts a detached POSIX thread (the module avoids Foundation, like the agent).
+func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    final class Box {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let context = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    defer { pthread_attr_destroy(&attributes) }
+    let result = pthread_create(&thread, &attributes, { raw in
+        let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+        box.body()
+        return nil
+    }, context)
+    if result != 0 {
+        Unmanaged<Box>.fromOpaque(context).release()
+        return false
+    }
+    return true
+}

@@ -1,0 +1,223 @@
+import Foundation
+import LatchkeyDesktop
+import XCTest
+@testable import Latchkey
+
+/// Lock state shared with the SecItem side, the Unlock prompt through the prompter, dismissal and
+/// wrong passwords (docs/SECRET-SERVICE.md §4–5).
+final class LockAndPromptTests: SecretServiceTestCase {
+    private var client: SecretServiceClient!
+    private var item = ""
+
+    override func tearDown() {
+        client = nil
+        super.tearDown()
+    }
+
+    /// A keychain with one item made through secret-tool; returns with a client watching signals.
+    private func prepare() throws {
+        try createKeychain()
+        let stored = try secretTool(["store", "--label", "L", "service", "s", "account", "a"], input: "the secret")
+        XCTAssertEqual(stored.status, 0, stored.err)
+        client = try SecretServiceClient(bus.address)
+        try client.watchSignals()
+        let found = try client.call(SSPath.service, SSPath.serviceInterface, "SearchItems",
+                                    [SecretServiceClient.attributes([("service", "s")])])
+        item = try XCTUnwrap(found.first?.elements?.first?.string)
+    }
+
+    private func locked(_ path: String, _ interface: String) throws -> Bool? {
+        try client.property(path, interface, "Locked")?.bool
+    }
+
+    private func lockWithCLI() throws {
+        let result = try cli(["lock"])
+        XCTAssertEqual(result.status, 0, result.err)
+    }
+
+    private func unlockPrompt() throws -> String {
+        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "Unlock",
+                                    [.array(elementType: "o", [.objectPath(SSPath.login)])])
+        XCTAssertEqual(reply.first?.elements, [], "nothing was unlocked without a prompt")
+        let prompt = try XCTUnwrap(reply.last?.string)
+        XCTAssertTrue(prompt.hasPrefix("/org/freedesktop/secrets/prompt/"), prompt)
+        return prompt
+    }
+
+    private func completed(_ prompt: String) -> SignalLog.Signal? {
+        client.signals.wait(timeout: 20) { $0.path == prompt && $0.member == "Completed" }
+    }
+
+    func testLatchkeyLockLocksCollectionAndItemsAndSecretsFailWithIsLocked() throws {
+        try prepare()
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), false)
+        XCTAssertEqual(try locked(item, SSPath.itemInterface), false)
+
+        try lockWithCLI()
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
+        XCTAssertEqual(try locked(SSPath.defaultAlias, SSPath.collectionInterface), true)
+        XCTAssertEqual(try locked(item, SSPath.itemInterface), true)
+        // The change is announced, whatever locked the keychain.
+        XCTAssertNotNil(client.signals.wait {
+            $0.path == SSPath.login && $0.member == "PropertiesChanged" && ($0.arguments.count == 3)
+                && ($0.arguments[1].stringKeyedEntries?["Locked"]?.variantValue == .boolean(true))
+        }, "PropertiesChanged(Locked) on the collection")
+
+        let session = try client.openPlainSession()
+        XCTAssertEqual(client.errorName(item, SSPath.itemInterface, "GetSecret", [.objectPath(session)]),
+                       "org.freedesktop.Secret.Error.IsLocked")
+        XCTAssertEqual(client.errorName(SSPath.service, SSPath.serviceInterface, "GetSecrets",
+                                        [.array(elementType: "o", [.objectPath(item)]), .objectPath(session)]),
+                       "org.freedesktop.Secret.Error.IsLocked")
+        XCTAssertEqual(client.errorName(SSPath.login, SSPath.collectionInterface, "CreateItem", [
+            .dictionary(keyType: "s", valueType: "v", []), SecretServiceClient.plainSecret(session, "x"), .boolean(false),
+        ]), "org.freedesktop.Secret.Error.IsLocked")
+        // A locked item's label and attributes are sealed: they read as empty.
+        XCTAssertEqual(try client.property(item, SSPath.itemInterface, "Label"), .string(""))
+        // SearchItems still finds it, as locked.
+        let found = try client.call(SSPath.service, SSPath.serviceInterface, "SearchItems",
+                                    [SecretServiceClient.attributes([("service", "s"), ("account", "a")])])
+        XCTAssertEqual(found.first?.elements, [])
+        XCTAssertEqual(found.last?.elements, [.objectPath(item)])
+        // The SecItem side agrees.
+        var data: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "s",
+                                            kSecReturnData: true] as NSDictionary, &data), errSecInteractionNotAllowed)
+
+        // Service.Lock is `latchkey lock` too.
+        XCTAssertEqual(try cli(["unlock", "--password-stdin"], input: "\(Self.password)\n").status, 0)
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), false)
+        let lockReply = try client.call(SSPath.service, SSPath.serviceInterface, "Lock",
+                                        [.array(elementType: "o", [.objectPath(SSPath.login)])])
+        XCTAssertEqual(lockReply.first?.elements, [.objectPath(SSPath.login)])
+        XCTAssertEqual(lockReply.last, .objectPath("/"))
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "s",
+                                            kSecReturnData: true] as NSDictionary, &data), errSecInteractionNotAllowed)
+    }
+
+    func testUnlockPromptAsksThePrompterAndCompletes() throws {
+        try prepare()
+        try lockWithCLI()
+        // The first answer is wrong: the prompter is asked again, and the second opens the keychain.
+        try setPasswordFile(["not the password", Self.password])
+        let prompt = try unlockPrompt()
+        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
+        let done = try XCTUnwrap(completed(prompt))
+        XCTAssertEqual(done.arguments.first, .boolean(false), "not dismissed")
+        XCTAssertEqual(done.arguments.last?.variantValue?.elements, [.objectPath(SSPath.login)])
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), false)
+        XCTAssertEqual(try secretTool(["lookup", "service", "s", "account", "a"]).out, "the secret")
+        // The prompt is gone once completed.
+        XCTAssertEqual(client.errorName(prompt, SSPath.promptInterface, "Prompt", [.string("")]),
+                       "org.freedesktop.Secret.Error.NoSuchObject")
+        // An unlocked keychain needs no prompt.
+        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "Unlock",
+                                    [.array(elementType: "o", [.objectPath(SSPath.login), .objectPath(item)])])
+        XCTAssertEqual(reply.first?.elements, [.objectPath(SSPath.login), .objectPath(item)])
+        XCTAssertEqual(reply.last, .objectPath("/"))
+    }
+
+    func testSecretToolUnlocksThroughThePrompter() throws {
+        try prepare()
+        try lockWithCLI()
+        let result = try secretTool(["lookup", "service", "s", "account", "a"])
+        XCTAssertEqual(result.status, 0, result.err)
+        XCTAssertEqual(result.out, "the secret")
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), false)
+    }
+
+    func testThreeWrongPasswordsUnlockNothing() throws {
+        try prepare()
+        try lockWithCLI()
+        try setPasswordFile(["wrong 1", "wrong 2", "wrong 3", Self.password])
+        let prompt = try unlockPrompt()
+        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
+        let done = try XCTUnwrap(completed(prompt))
+        XCTAssertEqual(done.arguments.first, .boolean(false))
+        XCTAssertEqual(done.arguments.last?.variantValue?.elements, [], "nothing unlocked")
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
+        XCTAssertTrue(agentLog().contains("3 wrong passwords"), agentLog())
+    }
+
+    func testDismissBeforeAndDuringThePrompt() throws {
+        try prepare()
+        try lockWithCLI()
+        // Dismissed before it was shown.
+        var prompt = try unlockPrompt()
+        try client.call(prompt, SSPath.promptInterface, "Dismiss")
+        var done = try XCTUnwrap(completed(prompt))
+        XCTAssertEqual(done.arguments.first, .boolean(true))
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
+
+        // Dismissed while the prompter waits for the user: the prompter is stopped.
+        try setPasswordFile(["!wait"])
+        prompt = try unlockPrompt()
+        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
+        usleep(300_000)
+        try client.call(prompt, SSPath.promptInterface, "Dismiss")
+        done = try XCTUnwrap(completed(prompt))
+        XCTAssertEqual(done.arguments.first, .boolean(true))
+        XCTAssertEqual(done.arguments.last?.variantValue?.elements, [])
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
+
+        // The user cancelling in the prompter is a dismissal too.
+        try setPasswordFile([])
+        prompt = try unlockPrompt()
+        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
+        done = try XCTUnwrap(completed(prompt))
+        XCTAssertEqual(done.arguments.first, .boolean(true))
+
+        // Another connection cannot drive someone else's prompt.
+        prompt = try unlockPrompt()
+        let other = try SecretServiceClient(bus.address)
+        XCTAssertEqual(other.errorName(prompt, SSPath.promptInterface, "Dismiss"), "org.freedesktop.Secret.Error.NoSuchObject")
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
+    }
+
+    func testPromptAfterUnlockElsewhereCompletesWithoutAsking() throws {
+        try prepare()
+        try lockWithCLI()
+        try setPasswordFile([])  // the prompter would cancel if it were asked
+        let prompt = try unlockPrompt()
+        XCTAssertEqual(try cli(["unlock", "--password-stdin"], input: "\(Self.password)\n").status, 0)
+        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
+        let done = try XCTUnwrap(completed(prompt))
+        XCTAssertEqual(done.arguments.first, .boolean(false))
+        XCTAssertEqual(done.arguments.last?.variantValue?.elements, [.objectPath(SSPath.login)])
+    }
+
+    func testCreateCollectionWhileLockedGoesThroughAPrompt() throws {
+        try prepare()
+        try lockWithCLI()
+        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "CreateCollection", [
+            .dictionary(keyType: "s", valueType: "v", [(.string("org.freedesktop.Secret.Collection.Label"), .variant(.string("Later")))]),
+            .string(""),
+        ])
+        XCTAssertEqual(reply.first, .objectPath("/"))
+        let prompt = try XCTUnwrap(reply.last?.string)
+        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
+        let done = try XCTUnwrap(completed(prompt))
+        XCTAssertEqual(done.arguments.first, .boolean(false))
+        XCTAssertEqual(done.arguments.last?.variantValue, .objectPath("/org/freedesktop/secrets/collection/Later"))
+        XCTAssertEqual(try client.property("/org/freedesktop/secrets/collection/Later", SSPath.collectionInterface, "Label"),
+                       .string("Later"))
+    }
+
+    func testLockAllMakesSearchesLockedNotEmpty() throws {
+        try prepare()
+        XCTAssertEqual(try cli(["lock", "--all"]).status, 0)
+        XCTAssertEqual(client.errorName(SSPath.service, SSPath.serviceInterface, "SearchItems",
+                                        [SecretServiceClient.attributes([("service", "s")])]),
+                       "org.freedesktop.Secret.Error.IsLocked")
+        XCTAssertEqual(try client.property(SSPath.login, SSPath.collectionInterface, "Items")?.elements, [])
+        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
+        let failed = try secretTool(["lookup", "service", "s", "account", "a"])
+        XCTAssertNotEqual(failed.status, 0, "a search that cannot be evaluated is an error, never a false 'not found'")
+        // Unlocking through a prompt brings everything back.
+        let prompt = try unlockPrompt()
+        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
+        XCTAssertEqual(try XCTUnwrap(completed(prompt)).arguments.first, .boolean(false))
+        let result = try secretTool(["lookup", "service", "s", "account", "a"])
+        XCTAssertEqual(result.out, "the secret", result.err)
+    }
+}
