@@ -56,6 +56,9 @@ public final class Keychain: @unchecked Sendable {
     /// The device factor from pam_latchkey, once one has opened this keybag's device classes. Kept
     /// for the agent's life so `latchkey unlock` can reopen the ThisDeviceOnly classes.
     private var deviceFactor: SecretBytes?
+    /// Told after any change of which class keys are held (lock, unlock, hand-off, a replaced keybag),
+    /// outside the mutex. Set once by the agent's Secret Service, which announces `Locked` changes.
+    private var lockStateObserver: (@Sendable () -> Void)?
     private var storage: Store?
     /// A damaged keybag or store: every operation reports it, naming the file. Nothing is overwritten.
     private var problem: SecError?
@@ -145,6 +148,22 @@ public final class Keychain: @unchecked Sendable {
                 throw EngineErrors.map(error)
             }
         }
+        notifyLockStateChanged()
+    }
+
+    /// Registers (or with nil removes) the one observer of lock-state changes. It runs on the thread
+    /// that changed the state, after the engine's mutex is released, and must return quickly.
+    public func observeLockState(_ observer: (@Sendable () -> Void)?) {
+        pthread_mutex_lock(&mutex)
+        lockStateObserver = observer
+        pthread_mutex_unlock(&mutex)
+    }
+
+    private func notifyLockStateChanged() {
+        pthread_mutex_lock(&mutex)
+        let observer = lockStateObserver
+        pthread_mutex_unlock(&mutex)
+        observer?()
     }
 
     /// Derives the master key from `password` and unlocks every password-protected class.
@@ -171,6 +190,7 @@ public final class Keychain: @unchecked Sendable {
     /// to this machine, and keeps the factor for later unlocks. A wrong master key is
     /// errSecAuthFailed and changes nothing.
     public func handOff(masterKey: SecretBytes, deviceFactor factor: SecretBytes?) throws(SecError) {
+        defer { notifyLockStateChanged() }
         var bag = try currentKeybag()
         guard bag.verify(masterKey: masterKey) else {
             throw SecError(SecStatus.authFailed, "the login password does not open the keychain")
@@ -207,6 +227,7 @@ public final class Keychain: @unchecked Sendable {
     }
 
     private func unlock(masterKey: SecretBytes, keybag bag: Keybag) throws(SecError) {
+        defer { notifyLockStateChanged() }
         try locked { () throws(SecError) in
             guard bag == keybag else { throw SecError(SecStatus.authFailed, "the keychain password changed meanwhile") }
             do {
@@ -222,8 +243,10 @@ public final class Keychain: @unchecked Sendable {
     @discardableResult
     public func lock(all: Bool) -> Bool {
         pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return keys.drop(all: all)
+        let dropped = keys.drop(all: all)
+        pthread_mutex_unlock(&mutex)
+        if dropped { notifyLockStateChanged() }
+        return dropped
     }
 
     /// Re-wraps the class keys under a new password. Items are not re-encrypted. The keybag is replaced

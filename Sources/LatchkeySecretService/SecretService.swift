@@ -9,9 +9,10 @@ import LatchkeyModel
 /// (docs/SECRET-SERVICE.md).
 ///
 /// Threading: every handler runs on the connection's loop thread, and the mutable state below
-/// (sessions, prompts, the last lock state seen) is touched only there. Two other threads exist: the
-/// lock-state poller, which only queues work on the loop, and one thread per running prompt, which
-/// runs the prompter and the unlock (Argon2id, never on the loop) and queues its result on the loop.
+/// (sessions, prompts, the last lock state seen) is touched only there. The engine's lock-state
+/// observer runs on whichever thread locked or unlocked and only queues work on the loop; one thread
+/// per running prompt runs the prompter and the unlock (Argon2id, never on the loop) and queues its
+/// result on the loop.
 public final class SecretService: @unchecked Sendable {
     /// How much a log line matters.
     public enum LogLevel: Sendable {
@@ -38,8 +39,6 @@ public final class SecretService: @unchecked Sendable {
     let prompter: PinentryPrompter
     let log: @Sendable (LogLevel, String) -> Void
     let connection: BusConnection
-    /// How often the keychain's lock state is compared with the last one announced.
-    static let lockPollMicroseconds: UInt32 = 250_000
 
     // Loop thread only.
     var sessions = SessionRegistry()
@@ -56,6 +55,7 @@ public final class SecretService: @unchecked Sendable {
             connection = try BusConnection(endpoint) { error in
                 log(.warning, "Secret Service: \(endpoint) disconnected (\(error.message)); no longer serving it")
                 keychain.observeItemChanges(nil)
+                keychain.observeLockState(nil)
                 onDisconnect?()
             }
         } catch {
@@ -87,7 +87,7 @@ public final class SecretService: @unchecked Sendable {
             connection.close()
             throw error
         }
-        service.startLockPoller()
+        service.startLockObserver()
         // SecItem changes of generic passwords are Secret Service changes too: announce them on the loop.
         keychain.observeItemChanges { [weak service] change in
             guard let service else { return }
@@ -108,6 +108,7 @@ public final class SecretService: @unchecked Sendable {
     /// Stops serving and leaves the bus.
     public func stop() {
         keychain.observeItemChanges(nil)
+        keychain.observeLockState(nil)
         connection.close()
     }
 
@@ -287,14 +288,13 @@ public final class SecretService: @unchecked Sendable {
         emit(bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(SecretServiceKeychain.login))])
     }
 
-    private func startLockPoller() {
-        let started = startThread { [weak self] in
-            while let service = self, service.connection.isOpen {
-                service.connection.perform { bus in service.checkLockState(bus) }
-                usleep(Self.lockPollMicroseconds)
-            }
+    /// `Locked` changes are announced when the engine reports a change of the keys it holds (lock,
+    /// unlock, login hand-off, screen lock), on the loop thread.
+    private func startLockObserver() {
+        keychain.observeLockState { [weak self] in
+            guard let service = self else { return }
+            _ = service.connection.perform { bus in service.checkLockState(bus) }
         }
-        if !started { log(.warning, "Secret Service: cannot start the lock-state thread; Locked changes are not signalled") }
     }
 
     // MARK: - Clients
