@@ -47,6 +47,7 @@ public enum AgentMain {
         var watchDesktop = true
         var serveSecretService = true
         var activation = false
+        var prompterFromOption = false
         var prompter = AgentEndpoint.environment("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
             ?? PinentryPrompter(command: ["pinentry"])
         var policy = LockPolicy.Settings()
@@ -81,6 +82,7 @@ public enum AgentMain {
             case "--prompter" where index + 1 < arguments.count:
                 index += 1
                 prompter = PinentryPrompter(commandLine: arguments[index])
+                prompterFromOption = true
                 guard !prompter.command.isEmpty, !arguments[index].isEmpty else { usageError("--prompter needs a command") }
             case "--secret-service-activation":
                 activation = true
@@ -96,6 +98,12 @@ public enum AgentMain {
                 usageError("unknown option '\(arguments[index])'")
             }
             index += 1
+        }
+        if activation && !prompterFromOption && AgentEndpoint.environment("LATCHKEY_PROMPTER") != nil {
+            // Started by the bus: its activation environment can be changed by any client
+            // (UpdateActivationEnvironment), so it must not choose who asks for the password.
+            prompter = PinentryPrompter(command: ["pinentry"])
+            AgentLog.warning("ignoring LATCHKEY_PROMPTER: started by D-Bus activation (use --prompter in the .service file)")
         }
         if daemon { daemonize() }
         for warning in Hardening.apply() { AgentLog.warning(warning) }

@@ -58,6 +58,9 @@ public final class BusMessage {
         return values
     }
 
+    /// The largest `ay` argument read (a secret of up to 1 MiB plus room for its framing).
+    public static let maximumByteArray = (1 << 20) + 64 * 1024
+
     /// Reads the next value of the current container, nil at its end.
     private func readValue() throws(BusError) -> BusValue? {
         var type: CChar = 0
@@ -79,6 +82,18 @@ public final class BusMessage {
         case UInt8(ascii: "s"): return .string(try readString(type))
         case UInt8(ascii: "o"): return .objectPath(try readString(type))
         case UInt8(ascii: "g"): return .signature(try readString(type))
+        case UInt8(ascii: "a") where contents == "y":
+            // Byte arrays in one call, and refused before any value is built when larger than any
+            // message of ours needs: a 32 MiB `ay` would otherwise become tens of millions of values.
+            var data: UnsafeRawPointer?
+            var size = 0
+            try check(sd_bus_message_read_array(pointer, CChar(UInt8(ascii: "y")), &data, &size), "reading a byte array")
+            guard size <= BusMessage.maximumByteArray else {
+                throw BusError(name: BusError.Name.invalidArgs,
+                               message: "byte array of \(size) bytes is larger than \(BusMessage.maximumByteArray)")
+            }
+            let bytes = data.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+            return .array(elementType: "y", bytes.map { .byte($0) })
         case UInt8(ascii: "a"):
             return .array(elementType: contents, try readContainer(type, contents))
         case UInt8(ascii: "r"):

@@ -160,6 +160,9 @@ public struct SecretServiceKeychain: Sendable {
             var state = try loadState(store)
             if let id {
                 guard state.collection(id) != nil else { throw SecError.notFound }
+                guard state.aliases[name] != nil || state.aliases.count < SecretServiceLimits.maxAliases else {
+                    throw SecError.param("at most \(SecretServiceLimits.maxAliases) aliases")
+                }
                 state.aliases[name] = id
             } else {
                 state.aliases[name] = nil

@@ -18,6 +18,8 @@ public enum SecretServiceLimits {
     public static let maxSecretBytes = 1 << 20
     /// Collections besides `login`.
     public static let maxCollections = 64
+    /// Aliases (each one costs a sealed-state entry and a signal path per lock change).
+    public static let maxAliases = 128
     /// Bytes of a collection id or alias name.
     public static let maxIdentifierBytes = 64
 }

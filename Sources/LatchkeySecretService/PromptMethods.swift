@@ -23,7 +23,10 @@ extension SecretService {
             }
             let cancellation = PromptCancellation()
             prompt.cancellation = cancellation
-            let description = "\(describeCaller(sender, bus)) wants to unlock your keychain. "
+            // The caller's name comes from /proc and can be chosen by the caller: say so, and keep it
+            // well inside an Assuan line (about 1,000 bytes).
+            let caller = String(describeCaller(sender, bus).prefix(300))
+            let description = "A program identifying as \(caller) wants to unlock your keychain. "
                 + "Enter the keychain password to allow it."
             let prompter = prompter, keychain = keychain, connection = connection, log = log
             let started = startThread { [self] in

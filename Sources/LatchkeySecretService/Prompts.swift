@@ -22,13 +22,15 @@ final class PromptRegistry {
     }
 
     static let maxPerClient = 16
+    static let maxTotal = 4096
 
     private var prompts: [UInt64: Prompt] = [:]
     private var next: UInt64 = 1
 
     /// A new prompt's path; nil when the client has too many.
     func add(owner: String, action: Action) -> String? {
-        guard prompts.values.filter({ $0.owner == owner }).count < Self.maxPerClient else { return nil }
+        guard prompts.count < Self.maxTotal,
+              prompts.values.filter({ $0.owner == owner }).count < Self.maxPerClient else { return nil }
         let n = next
         next += 1
         prompts[n] = Prompt(owner: owner, action: action)

@@ -116,7 +116,18 @@ public final class SecretServiceHost: @unchecked Sendable {
         unlink(handOffPath)
         guard count > 0 else { return nil }
         let address = String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespace()
-        return address.isEmpty ? nil : address
+        guard Self.isLocalSocketAddress(address) else {
+            if !address.isEmpty { log(.warning, "Secret Service: ignored a hand-over to a bus that is not a local socket") }
+            return nil
+        }
+        return address
+    }
+
+    /// Only `unix:path=` and `unix:abstract=` buses are taken over: sd-bus would also run a program
+    /// for `unixexec:` or connect anywhere for `tcp:`, which a planted hand-over file must never cause.
+    static func isLocalSocketAddress(_ address: String) -> Bool {
+        guard !address.isEmpty, !address.contains(";") else { return false }
+        return address.hasPrefix("unix:path=") || address.hasPrefix("unix:abstract=")
     }
 
     /// What a `latchkeyd --secret-service-activation` does when an agent already runs: hands it the

@@ -9,7 +9,9 @@ import LatchkeySecrets
 /// Threading: the bus loop thread only.
 final class SessionRegistry {
     static let maxPerClient = 32
-    static let maxTotal = 1024
+    /// High enough that one process with many connections cannot starve the others (each connection
+    /// is capped at `maxPerClient`, and dbus-daemon caps connections per user).
+    static let maxTotal = 65_536
 
     enum Transfer {
         case plain

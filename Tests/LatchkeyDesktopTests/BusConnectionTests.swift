@@ -63,6 +63,25 @@ final class BusConnectionTests: XCTestCase {
         XCTAssertEqual(echoed, values)
     }
 
+    func testOversizedByteArraysAreRefusedBeforeTheyAreUnpacked() throws {
+        let service = try startEchoService()
+        defer { service.close() }
+        let client = try BusConnection(.address(daemon.address))
+        defer { client.close() }
+        func echo(_ count: Int) throws -> [BusValue] {
+            let bytes = BusValue.array(elementType: "y", [BusValue](repeating: .byte(7), count: count))
+            return try client.sync { bus in
+                try bus.call(destination: "org.example.Echo", path: "/echo", interface: "org.example.Echo",
+                             member: "Echo", [bytes]).arguments()
+            }
+        }
+        XCTAssertEqual(try echo(BusMessage.maximumByteArray).first, .array(elementType: "y",
+                       [BusValue](repeating: .byte(7), count: BusMessage.maximumByteArray)))
+        XCTAssertThrowsError(try echo(BusMessage.maximumByteArray + 1)) { error in
+            XCTAssertEqual((error as? BusError)?.name, BusError.Name.invalidArgs, "\(error)")
+        }
+    }
+
     func testErrorsCarryTheirNameAndMessage() throws {
         let service = try startEchoService()
         defer { service.close() }

@@ -104,7 +104,11 @@ final class ActivationBus {
         try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
         let template = try String(contentsOfFile: SecretServiceTestCase.repository + "/contrib/dbus/org.freedesktop.secrets.service",
                                   encoding: .utf8)
+        // An activated agent ignores LATCHKEY_PROMPTER (any client can change the activation
+        // environment), so the test prompter is named in the service file, as an admin would.
         try template.replacingOccurrences(of: "/usr/local/bin/latchkeyd", with: TestProcess.binDirectory + "/latchkeyd")
+            .replacingOccurrences(of: "--secret-service-activation",
+                                  with: "--secret-service-activation --prompter \(SecretServiceTestCase.prompter)")
             .write(toFile: services + "/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
