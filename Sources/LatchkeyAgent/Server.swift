@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import LatchkeyDesktop
 import Glibc
 #endif
 import CLatchkeySystem

@@ -64,7 +64,8 @@ final class Monitor: @unchecked Sendable {
 }
 
 /// Starts a detached POSIX thread running `body`; returns false when the thread cannot be created.
-func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+/// Shared by the agent and the Secret Service, which avoid Foundation's `Thread`.
+public func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
     final class Box {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }

@@ -59,6 +59,8 @@ public final class Keychain: @unchecked Sendable {
     /// Told after any change of which class keys are held (lock, unlock, hand-off, a replaced keybag),
     /// outside the mutex. Set once by the agent's Secret Service, which announces `Locked` changes.
     private var lockStateObserver: (@Sendable () -> Void)?
+    /// Told of every SecItem change of a generic password, with the mutex held (Secret Service signals).
+    private var itemChangeObserver: (@Sendable (KeychainItemChange) -> Void)?
     private var storage: Store?
     /// A damaged keybag or store: every operation reports it, naming the file. Nothing is overwritten.
     private var problem: SecError?
@@ -157,6 +159,21 @@ public final class Keychain: @unchecked Sendable {
         pthread_mutex_lock(&mutex)
         lockStateObserver = observer
         pthread_mutex_unlock(&mutex)
+    }
+
+    /// Calls `observer` after every SecItem change of a generic password, so the Secret Service can
+    /// emit ItemCreated/ItemChanged/ItemDeleted. It runs on the caller's thread with the keychain's
+    /// mutex held: it must only queue work (calling back into this keychain from it would deadlock).
+    /// One observer per keychain; nil removes it.
+    public func observeItemChanges(_ observer: (@Sendable (KeychainItemChange) -> Void)?) {
+        pthread_mutex_lock(&mutex)
+        itemChangeObserver = observer
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// Mutex held (see `observeItemChanges`).
+    func notifyItemChange(_ change: KeychainItemChange) {
+        itemChangeObserver?(change)
     }
 
     private func notifyLockStateChanged() {

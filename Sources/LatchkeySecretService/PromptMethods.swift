@@ -29,7 +29,7 @@ extension SecretService {
             let description = "A program identifying as \(caller) wants to unlock your keychain. "
                 + "Enter the keychain password to allow it."
             let prompter = prompter, keychain = keychain, connection = connection, log = log
-            let started = startThread { [self] in
+            let started = startDetachedThread { [self] in
                 let outcome = prompter.run(description: description, cancellation: cancellation) { password in
                     do {
                         try keychain.unlock(password: password)

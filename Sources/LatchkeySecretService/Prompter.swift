@@ -188,6 +188,8 @@ private final class PinentryChannel {
     }
 
     func close() {
+        // The read buffer may hold the password line: wipe it however the prompter ends.
+        defer { SecretBytes.wipe(&buffer) }
         _ = try? send("BYE")
         Glibc.close(fd)
         // Give it a moment to exit on its own, then make sure.
@@ -202,7 +204,6 @@ private final class PinentryChannel {
         kill(pid, SIGKILL)
         waitpid(pid, &status, 0)
         cancellation.finished()
-        SecretBytes.wipe(&buffer)
     }
 
     func command(_ line: String) throws(PrompterError) {

@@ -344,26 +344,3 @@ public final class SecretService: @unchecked Sendable {
     }
 }
 
-/// Starts a detached POSIX thread (the module avoids Foundation, like the agent).
-func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-    final class Box {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    var attributes = pthread_attr_t()
-    pthread_attr_init(&attributes)
-    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-    defer { pthread_attr_destroy(&attributes) }
-    let result = pthread_create(&thread, &attributes, { raw in
-        let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-        box.body()
-        return nil
-    }, context)
-    if result != 0 {
-        Unmanaged<Box>.fromOpaque(context).release()
-        return false
-    }
-    return true
-}

@@ -37,7 +37,7 @@ public final class SecretServiceHost: @unchecked Sendable {
     public func start() {
         attach(.session)
         if !isServing, let address = readHandOff() { attach(.address(address)) }
-        if !startThread({ [self] in watchHandOffs() }) {
+        if !startDetachedThread({ [self] in watchHandOffs() }) {
             log(.warning, "Secret Service: cannot watch for D-Bus activation hand-overs")
         }
     }
