@@ -68,7 +68,8 @@ final class AgentTests: AgentTestCase {
         AgentClient.shared.resetConnection()
         let start = ContinuousClock.now
         XCTAssertEqual(read("a").0, errSecNotAvailable)
-        XCTAssertLessThan(start.duration(to: .now), .milliseconds(100))
+        // At once, not after the 5 s start timeout (the bound is loose so that a loaded machine passes).
+        XCTAssertLessThan(start.duration(to: .now), .seconds(2))
         XCTAssertEqual(add("a"), errSecNotAvailable)
     }
 
@@ -90,7 +91,8 @@ final class AgentTests: AgentTestCase {
         defer { close(fd) }
         let start = ContinuousClock.now
         XCTAssertEqual(read("a").1, "pw-a")
-        XCTAssertLessThan(start.duration(to: .now), .seconds(1))
+        // Answered while the stalled connection still waits out its frame deadline (10 s).
+        XCTAssertLessThan(start.duration(to: .now), .seconds(5))
         // An oversized frame is refused before anything is allocated; the agent stays up.
         var huge: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF]
         XCTAssertEqual(send(fd, &huge, 4, 0) >= 0, true)
@@ -121,20 +123,25 @@ final class AgentTests: AgentTestCase {
         try createKeychain()
         let pid = try XCTUnwrap(agentPID())
         var succeeded: [String] = []
+        var failed = false
         let killer = DispatchQueue(label: "killer")
         killer.asyncAfter(deadline: .now() + .milliseconds(300)) { kill(pid, SIGKILL) }
-        for i in 0..<5_000 {
+        // Adds until one fails because the agent died: however fast this machine's disk is, the kill
+        // lands mid-stream (the stream stops after 60 s only if the kill never took effect).
+        let end = Date().addingTimeInterval(60)
+        var i = 0
+        while !failed, Date() < end {
             let account = "crash-\(i)"
-            let status = add(account, kSecAttrAccessibleAfterFirstUnlock)
-            if status == errSecSuccess {
+            i += 1
+            if add(account, kSecAttrAccessibleAfterFirstUnlock) == errSecSuccess {
                 succeeded.append(account)
             } else {
-                break // the agent died mid-stream
+                failed = true // the agent died mid-stream
             }
         }
         waitForExit(pid)
         XCTAssertGreaterThan(succeeded.count, 0)
-        XCTAssertLessThan(succeeded.count, 5_000, "the agent should have been killed mid-stream")
+        XCTAssertTrue(failed, "the agent should have been killed mid-stream")
         // The next call starts a new agent, which comes up locked: unlock, then check every success.
         AgentClient.shared.resetConnection()
         try KeychainControl.unlock(password: SecretBytes(copying: Array("pw".utf8)))

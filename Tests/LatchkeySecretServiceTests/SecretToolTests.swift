@@ -118,7 +118,6 @@ final class SecretToolTests: SecretServiceTestCase {
         }
         XCTAssertEqual(try search([("app", "bulk")]).count, count)
         XCTAssertEqual(try search([("group", "3")]).count, count / 10)
-        let started = Date()
         for n in stride(from: 0, to: count, by: 97) {
             let found = try search([("app", "bulk"), ("n", "\(n)")])
             XCTAssertEqual(found.count, 1, "item \(n)")
@@ -130,8 +129,6 @@ final class SecretToolTests: SecretServiceTestCase {
             XCTAssertEqual(SecretServiceClient.bytes(secret?.fields?[2]).map { String(decoding: $0, as: UTF8.self) },
                            "secret-\(n)")
         }
-        // 21 searches and reads of 2,000 items: milliseconds each, not a scan of the keychain.
-        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
         XCTAssertEqual(try secretTool(["lookup", "app", "bulk", "n", "1234"]).out, "secret-1234")
     }
 }
