@@ -53,9 +53,12 @@ let package = Package(
                 dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop", "LatchkeySecretService",
                                "CLatchkeySystem"]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
-        .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets"]),
+        .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
+                                                 "LatchkeyCrypto"]),
+        // LatchkeyCrypto only for file formats (PEM, DER, PKCS#8, PKCS#12) in import and export; every
+        // keychain operation goes through the public library.
         .executableTarget(name: "latchkey", dependencies: [
-            "Latchkey", "LatchkeySecrets",
+            "Latchkey", "LatchkeySecrets", "LatchkeyCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -74,7 +77,8 @@ let package = Package(
         .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop", "LatchkeyTestSupport"]),
         // Secret Service against the real agent on a private dbus-daemon: secret-tool, Python secretstorage/keyring.
         .testTarget(name: "LatchkeySecretServiceTests",
-                    dependencies: ["Latchkey", "LatchkeyDesktop", "LatchkeySecrets", "LatchkeyTestSupport"]),
+                    dependencies: ["Latchkey", "LatchkeyDesktop", "LatchkeySecretService", "LatchkeySecrets",
+                                   "LatchkeyTestSupport"]),
         // Real PAM (pamtester, a test user) against pam/pam_latchkey.so and the built agent; needs root.
         .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag", "LatchkeyDesktop", "LatchkeyTestSupport"]),
     ]

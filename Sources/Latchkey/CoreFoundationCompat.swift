@@ -27,6 +27,11 @@ public typealias CFBoolean = NSNumber
 public typealias CFDate = NSDate
 /// A Core Foundation allocator; SecItem calls accept nil only.
 public typealias CFAllocator = AnyObject
+/// A Core Foundation error (`NSError` here, toll-free bridged on Apple platforms). The SecKey functions
+/// report failures as errors of `NSOSStatusErrorDomain` whose code is the `OSStatus`.
+public typealias CFError = NSError
+/// Core Foundation's index and length type.
+public typealias CFIndex = Int
 
 /// The Core Foundation boolean true.
 public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)

@@ -60,3 +60,5 @@ public let errSecDecode: OSStatus = SecStatus.decode
 public let errSecMissingEntitlement: OSStatus = SecStatus.missingEntitlement
 /// Apple's `errSecNotTrusted`.
 public let errSecNotTrusted: OSStatus = SecStatus.notTrusted
+/// Apple's `errSecVerifyFailed`.
+public let errSecVerifyFailed: OSStatus = SecStatus.verifyFailed

@@ -248,3 +248,36 @@ nonisolated(unsafe) public let kSecAttrAuthenticationTypeMSN: CFString = "msna"
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeDPA: CFString = "dpaa"
 /// Apple's `kSecAttrAuthenticationTypeRPA` ("rpaa").
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeRPA: CFString = "rpaa"
+
+// Keys (SecItem.h, SecKey.h).
+
+/// Apple's `kSecAttrKeyTypeRSA` ("42").
+nonisolated(unsafe) public let kSecAttrKeyTypeRSA: CFString = "42"
+/// Apple's `kSecAttrKeyTypeEC` ("73").
+nonisolated(unsafe) public let kSecAttrKeyTypeEC: CFString = "73"
+/// Apple's `kSecAttrKeyTypeECSECPrimeRandom` ("73", the same as `kSecAttrKeyTypeEC`).
+nonisolated(unsafe) public let kSecAttrKeyTypeECSECPrimeRandom: CFString = "73"
+/// Apple's `kSecAttrKeyClassPublic` ("0").
+nonisolated(unsafe) public let kSecAttrKeyClassPublic: CFString = "0"
+/// Apple's `kSecAttrKeyClassPrivate` ("1").
+nonisolated(unsafe) public let kSecAttrKeyClassPrivate: CFString = "1"
+/// Apple's `kSecAttrKeyClassSymmetric` ("2").
+nonisolated(unsafe) public let kSecAttrKeyClassSymmetric: CFString = "2"
+/// Apple's `kSecPrivateKeyAttrs` ("private").
+nonisolated(unsafe) public let kSecPrivateKeyAttrs: CFString = SecKeys.privateKeyAttributes as NSString
+/// Apple's `kSecPublicKeyAttrs` ("public").
+nonisolated(unsafe) public let kSecPublicKeyAttrs: CFString = SecKeys.publicKeyAttributes as NSString
+/// Apple's `kSecAttrIsPrivate` ("priv").
+nonisolated(unsafe) public let kSecAttrIsPrivate: CFString = "priv"
+/// Apple's `kSecAttrIsModifiable` ("modi").
+nonisolated(unsafe) public let kSecAttrIsModifiable: CFString = "modi"
+/// Apple's `kSecAttrWasAlwaysSensitive` ("asen").
+nonisolated(unsafe) public let kSecAttrWasAlwaysSensitive: CFString = "asen"
+/// Apple's `kSecAttrWasNeverExtractable` ("next").
+nonisolated(unsafe) public let kSecAttrWasNeverExtractable: CFString = "next"
+/// Apple's `kSecAttrCanSignRecover` ("snrc").
+nonisolated(unsafe) public let kSecAttrCanSignRecover: CFString = "snrc"
+/// Apple's `kSecAttrCanVerifyRecover` ("vyrc").
+nonisolated(unsafe) public let kSecAttrCanVerifyRecover: CFString = "vyrc"
+/// Apple's `kSecAttrTokenIDSecureEnclave`; latchkey has no Secure Enclave, so keys naming it are refused.
+nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"

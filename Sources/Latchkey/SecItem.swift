@@ -37,13 +37,28 @@ enum SecItemCall {
         do {
             request = try build()
         } catch {
+            LastError.record(error.detail)
             return error.status
         }
         let response = AgentClient.shared.send(request)
         LastError.record(response)
         guard response.status == SecStatus.success else { return response.status }
         if let result {
-            result.pointee = response.value.map(ValueBridge.object)
+            guard let value = response.value else {
+                result.pointee = nil
+                return SecStatus.success
+            }
+            let dictionary: SecDictionary
+            switch request {
+            case .add(let d), .copyMatching(let d): dictionary = d
+            default: dictionary = [:]
+            }
+            do {
+                result.pointee = try ValueBridge.result(value, request: dictionary)
+            } catch {
+                LastError.record(error.detail)
+                return error.status
+            }
         }
         return SecStatus.success
     }
@@ -64,9 +79,12 @@ enum LastError {
     }()
 
     static func record(_ response: Response) {
+        record(response.status == SecStatus.success ? nil : response.message)
+    }
+
+    static func record(_ detail: String?) {
         if let old = pthread_getspecific(key) { Unmanaged<NSString>.fromOpaque(old).release() }
-        let value = response.status == SecStatus.success ? nil : response.message
-        pthread_setspecific(key, value.map { Unmanaged.passRetained(NSString(string: $0)).toOpaque() })
+        pthread_setspecific(key, detail.map { Unmanaged.passRetained(NSString(string: $0)).toOpaque() })
     }
 
     static var current: String? {

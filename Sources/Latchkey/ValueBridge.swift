@@ -30,6 +30,12 @@ enum ValueBridge {
             }
         }
         switch value {
+        case let key as SecKey:
+            return key.secValue
+        case let certificate as SecCertificate:
+            return certificate.secValue
+        case let identity as SecIdentity:
+            return identity.secValue
         case let string as String:
             return .string(string)
         case let data as Data:
@@ -66,6 +72,41 @@ enum ValueBridge {
             for (key, value) in entries { result[NSString(string: key)] = object(value) }
             return result
         case .null: return kCFNull
+        }
+    }
+
+    /// A SecItemAdd or SecItemCopyMatching result as Foundation objects, with the references that
+    /// `kSecReturnRef` asked for as `SecCertificate`, `SecKey` or `SecIdentity` objects: the value itself
+    /// when Ref was the only return key, otherwise the `kSecValueRef` entry of each dictionary.
+    static func result(_ value: SecValue, request: SecDictionary) throws(SecError) -> AnyObject {
+        guard request[SecKeys.returnRef] == .bool(true) else { return object(value) }
+        let flags = [SecKeys.returnData, SecKeys.returnRef, SecKeys.returnPersistentRef].filter { request[$0] == .bool(true) }
+        let wantsDictionary = request[SecKeys.returnAttributes] == .bool(true) || flags.count >= 2
+        func element(_ value: SecValue) throws(SecError) -> AnyObject {
+            guard wantsDictionary else { return try reference(value) }
+            guard case .dictionary(var entries) = value else { return object(value) }
+            let ref = entries.removeValue(forKey: SecKeys.valueRef)
+            let result = object(.dictionary(entries)) as! NSMutableDictionary
+            if let ref { result[NSString(string: SecKeys.valueRef)] = try reference(ref) }
+            return result
+        }
+        if case .array(let values) = value {
+            var objects: [AnyObject] = []
+            for value in values { objects.append(try element(value)) }
+            return NSArray(array: objects)
+        }
+        return try element(value)
+    }
+
+    /// The object for a reference the agent returned.
+    static func reference(_ value: SecValue) throws(SecError) -> AnyObject {
+        switch try ItemReference(value) {
+        case .certificate(let certificate):
+            return try SecCertificate(reference: certificate)
+        case .key(let key):
+            return try SecKey(reference: key)
+        case .identity(let certificate, let key):
+            return SecIdentity(certificate: try SecCertificate(reference: certificate), privateKey: try SecKey(reference: key))
         }
     }
 }

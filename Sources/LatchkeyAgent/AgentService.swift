@@ -30,7 +30,7 @@ public final class AgentService: Sendable {
 
     public func handle(_ request: Request, caller: Caller) -> Response {
         switch request {
-        case .add, .copyMatching, .update, .delete: onItemRequest()
+        case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
         default: break
         }
         do {
@@ -51,6 +51,10 @@ public final class AgentService: Sendable {
             case .delete(let query):
                 try keychain.delete(query, caller: caller)
                 return .ok(nil)
+            case .keyOperation(let operation):
+                return .ok(try keychain.keyOperation(operation, caller: caller))
+            case .generateKey(let parameters):
+                return .ok(try keychain.generateKey(parameters, caller: caller))
             case .status:
                 return .ok(statusValue())
             case .create(let password, let options):

@@ -14,4 +14,12 @@ public enum CryptoError: Error, Equatable {
     case argon2(code: Int32, message: String)
     /// The random number generator could not produce bytes.
     case randomFailure
+    /// The key, algorithm or data format is valid but not supported here (an algorithm the key type
+    /// cannot do, an elliptic curve other than P-256/P-384/P-521, a certificate key type other than
+    /// RSA or EC). Apple's SecKey reports these as errSecUnimplemented or "algorithm not supported".
+    case unsupported(String)
+    /// Encrypted input (PKCS#12, encrypted PKCS#8, legacy encrypted PEM) did not open with the given
+    /// password, or needs one and none was given. Kept apart from `invalidInput` so that a caller can
+    /// ask again instead of reporting a damaged file.
+    case wrongPassword
 }

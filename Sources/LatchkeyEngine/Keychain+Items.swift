@@ -9,53 +9,75 @@ import LatchkeyStore
 extension Keychain {
     /// SecItemAdd.
     public func add(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
-        let request = try DictionaryParser.parseAdd(dictionary)
+        var request = try DictionaryParser.parseAdd(dictionary)
         return try locked { () throws(SecError) -> SecValue? in
-            let store = try store()
-            let protection = request.protection ?? request.itemClass.defaultProtection
-            let classKey = try keys.key(for: protection)
-            let indexKey = try keys.requireIndexKey()
-
-            var attributes = request.attributes
-            let group = attributes[SecAttr.accessGroup]?.stringValue ?? caller.accessGroups.first ?? Caller.defaultAccessGroup
-            try checkGroup(group, caller)
-            attributes[SecAttr.accessGroup] = .string(group)
-            attributes[SecAttr.accessible] = .string(protection.pdmn)
-            attributes[SecAttr.synchronizable] = .int(request.synchronizable ? 1 : 0)
-            let now = Clock.now()
-            attributes[SecAttr.creationDate] = .date(now)
-            attributes[SecAttr.modificationDate] = .date(now)
-            for spec in request.itemClass.primaryKey where attributes[spec.name] == nil {
-                if let implicit = spec.implicitValue { attributes[spec.name] = implicit }
+            switch request.reference {
+            case .identity(let certificate, let key)?:
+                return try addIdentity(certificate: certificate, key: key, request: request, caller: caller)
+            case let reference?:
+                try resolve(reference, into: &request, caller: caller)
+            case nil:
+                break
             }
-
-            let secret = request.data ?? []
-            let row: NewRow
-            let id: Int64
-            do {
-                let ref = try SecureRandom.bytes(16)
-                row = try ItemSealer.seal(ref: ref, itemClass: request.itemClass, protection: protection,
-                                          synchronizable: request.synchronizable, attributes: attributes,
-                                          secret: secret, classKey: classKey, indexKey: indexKey)
-                id = try store.insert(row)
-            } catch {
-                throw EngineErrors.map(error)
-            }
-            if request.itemClass == .genericPassword { notifyItemChange(.added(row.persistentRef)) }
-            guard !request.returns.isEmpty else { return nil }
-            let item = try ItemSealer.open(
-                StoreRow(id: id, persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
-                         synchronizable: row.synchronizable, uniqueHash: row.uniqueHash, wrappedKey: row.wrappedKey,
-                         metadata: row.metadata, secret: row.secret),
-                keys: keys)
+            guard let item = try insert(request, caller: caller, open: !request.returns.isEmpty) else { return nil }
             return try ResultBuilder.value(for: item, returns: request.returns)
         }
     }
 
+    /// Seals and inserts one item; the opened item when `open` (for what SecItemAdd returns).
+    func insert(_ request: AddRequest, caller: Caller, open: Bool) throws(SecError) -> OpenItem? {
+        let store = try store()
+        let protection = request.protection ?? request.itemClass.defaultProtection
+        let classKey = try keys.key(for: protection)
+        let indexKey = try keys.requireIndexKey()
+
+        var attributes = request.attributes
+        let group = attributes[SecAttr.accessGroup]?.stringValue ?? caller.accessGroups.first ?? Caller.defaultAccessGroup
+        try checkGroup(group, caller)
+        attributes[SecAttr.accessGroup] = .string(group)
+        attributes[SecAttr.accessible] = .string(protection.pdmn)
+        attributes[SecAttr.synchronizable] = .int(request.synchronizable ? 1 : 0)
+        let now = Clock.now()
+        attributes[SecAttr.creationDate] = .date(now)
+        attributes[SecAttr.modificationDate] = .date(now)
+        for spec in request.itemClass.primaryKey where attributes[spec.name] == nil {
+            if let implicit = spec.implicitValue { attributes[spec.name] = implicit }
+        }
+
+        let secret = request.data ?? []
+        let row: NewRow
+        let id: Int64
+        do {
+            let ref = try SecureRandom.bytes(16)
+            row = try ItemSealer.seal(ref: ref, itemClass: request.itemClass, protection: protection,
+                                      synchronizable: request.synchronizable, attributes: attributes,
+                                      secret: secret, classKey: classKey, indexKey: indexKey)
+            id = try store.insert(row)
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        if request.itemClass == .genericPassword { notifyItemChange(.added(row.persistentRef)) }
+        guard open else { return nil }
+        return try ItemSealer.open(
+            StoreRow(id: id, persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
+                     synchronizable: row.synchronizable, uniqueHash: row.uniqueHash, wrappedKey: row.wrappedKey,
+                     metadata: row.metadata, secret: row.secret),
+            keys: keys)
+    }
+
     /// SecItemCopyMatching.
     public func copyMatching(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
-        let query = try DictionaryParser.parseQuery(dictionary, for: .copyMatching)
+        let query = try prepared(DictionaryParser.parseQuery(dictionary, for: .copyMatching))
         return try locked { () throws(SecError) -> SecValue? in
+            if query.identity {
+                let pairs = try findIdentities(query, caller: caller, limit: query.limit.maximum)
+                guard !pairs.isEmpty else { throw SecError.notFound }
+                var values: [SecValue] = []
+                for pair in pairs {
+                    if let value = try ResultBuilder.value(for: pair, returns: query.returns) { values.append(value) }
+                }
+                return query.limit.returnsArray ? .array(values) : values.first
+            }
             let items = try find(query, caller: caller, limit: query.limit.maximum)
             guard !items.isEmpty else { throw SecError.notFound }
             var values: [SecValue] = []
@@ -68,9 +90,11 @@ extension Keychain {
 
     /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing.
     public func update(_ queryDictionary: SecDictionary, _ changesDictionary: SecDictionary, caller: Caller) throws(SecError) {
-        let query = try DictionaryParser.parseQuery(queryDictionary, for: .update)
+        let query = try prepared(DictionaryParser.parseQuery(queryDictionary, for: .update))
+        if query.identity { return try updateIdentities(query, changesDictionary, caller: caller) }
         let changes = try DictionaryParser.parseChanges(changesDictionary, itemClass: query.itemClass)
         if let group = changes.attributes[SecAttr.accessGroup]?.stringValue { try checkGroup(group, caller) }
+        try checkExtractability(changes, query)
         try locked { () throws(SecError) in
             let store = try store()
             let items = try find(query, caller: caller, limit: nil)
@@ -89,8 +113,9 @@ extension Keychain {
     /// SecItemDelete. Works whatever the lock state: matching uses only the plaintext columns and the
     /// keyed hashes, never an item's class key, exactly as securityd matches on its columns.
     public func delete(_ dictionary: SecDictionary, caller: Caller) throws(SecError) {
-        let query = try DictionaryParser.parseQuery(dictionary, for: .delete)
+        let query = try prepared(DictionaryParser.parseQuery(dictionary, for: .delete))
         if let group = query.attributes[SecAttr.accessGroup]?.stringValue { try checkGroup(group, caller) }
+        if query.identity { return try deleteIdentities(query, caller: caller) }
         try locked { () throws(SecError) in
             let store = try store()
             do {
@@ -170,7 +195,26 @@ extension Keychain {
         return items
     }
 
-    private func queryHashes(_ query: ItemQuery) throws -> [[UInt8]] {
+    /// A parsed query made ready for matching: what its `kSecValueRef` names, and certificate names
+    /// given as a full DER Name converted to the stored form, as Apple's client converts them.
+    func prepared(_ parsed: ItemQuery) throws(SecError) -> ItemQuery {
+        var query = parsed
+        if let reference = query.reference { try apply(reference, to: &query) }
+        if query.itemClass == .certificate {
+            for name in [SecAttr.issuer, SecAttr.subject] {
+                if let value = query.attributes[name] { query.attributes[name] = KeyMaterial.normalizedName(value) }
+            }
+        }
+        return query
+    }
+
+    /// `kSecAttrIsExtractable` only ever goes from true to false: a key once kept in cannot be let out.
+    private func checkExtractability(_ changes: AttributeChanges, _ query: ItemQuery) throws(SecError) {
+        guard query.itemClass == .key, let value = changes.attributes["extr"], Self.integer(value) != 0 else { return }
+        throw .param("kSecAttrIsExtractable cannot be changed to true")
+    }
+
+    func queryHashes(_ query: ItemQuery) throws -> [[UInt8]] {
         guard !query.attributes.isEmpty else { return [] }
         let indexKey = try keys.requireIndexKey()
         return try query.attributes.sorted(by: { $0.key < $1.key }).map { name, value in
@@ -179,7 +223,7 @@ extension Keychain {
         }
     }
 
-    private func filter(for query: ItemQuery, hashes: [[UInt8]], limit: Int?) -> RowFilter {
+    func filter(for query: ItemQuery, hashes: [[UInt8]], limit: Int?) -> RowFilter {
         RowFilter(itemClass: Int(query.itemClass.rawValue),
                   protections: query.protection.map { [Int($0.rawValue)] },
                   synchronizable: query.synchronizable,
@@ -187,14 +231,14 @@ extension Keychain {
                   limit: limit)
     }
 
-    private func lookup(_ ref: PersistentRef, in store: Store) throws -> StoreRow? {
+    func lookup(_ ref: PersistentRef, in store: Store) throws -> StoreRow? {
         // Only UUID references are issued here; a legacy row-id reference can name none of our items.
         guard let uuid = ref.uuid, let row = try store.row(persistentRef: uuid),
               row.itemClass == Int(ref.itemClass.rawValue) else { return nil }
         return row
     }
 
-    private func checkGroup(_ group: String, _ caller: Caller) throws(SecError) {
+    func checkGroup(_ group: String, _ caller: Caller) throws(SecError) {
         guard caller.mayUse(group: group) else {
             throw SecError(SecStatus.missingEntitlement, "access group '\(group)' is not one of the caller's groups")
         }
@@ -202,7 +246,7 @@ extension Keychain {
 
     // MARK: - Update
 
-    private func rewrite(_ item: OpenItem, with changes: AttributeChanges, in store: Store) throws {
+    func rewrite(_ item: OpenItem, with changes: AttributeChanges, in store: Store) throws {
         let protection = changes.protection ?? item.protection
         let classKey = try keys.key(for: protection)
         let indexKey = try keys.requireIndexKey()

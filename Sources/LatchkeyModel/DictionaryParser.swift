@@ -15,11 +15,14 @@ public enum DictionaryParser {
     /// Parses a SecItemAdd dictionary.
     public static func parseAdd(_ dictionary: SecDictionary) throws(SecError) -> AddRequest {
         try checkShape(dictionary)
-        let itemClass = try classOf(dictionary, persistentRef: nil)
+        let reference = try dictionary[SecKeys.valueRef].map { value throws(SecError) in try ItemReference(value) }
+        let (itemClass, identity) = try classOf(dictionary, persistentRef: nil, reference: reference)
+        if identity, reference == nil { throw .param("an identity is added through kSecValueRef only") }
         var request = AddRequest(itemClass: itemClass)
+        request.reference = reference
         for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
             if isAttributeKey(key) {
-                switch try attribute(key, value, itemClass: itemClass, query: false) {
+                switch try attribute(key, value, itemClass: itemClass, query: false, identity: identity) {
                 case .attribute(let v): request.attributes[key] = v
                 case .protection(let p): request.protection = p
                 case .synchronizable(let sync): request.synchronizable = sync ?? false
@@ -34,7 +37,7 @@ public enum DictionaryParser {
             case "v":
                 switch key {
                 case SecKeys.valueData: request.data = try dataValue(value, key)
-                case SecKeys.valueRef: throw .param("kSecValueRef: no reference type exists for class '\(itemClass.name)'")
+                case SecKeys.valueRef: continue // parsed above
                 case SecKeys.valuePersistentRef: throw .param("kSecValuePersistentRef is not allowed in SecItemAdd")
                 default: throw .param("unknown value key '\(key)'")
                 }
@@ -56,14 +59,18 @@ public enum DictionaryParser {
             }
             persistentRef = ref
         }
-        let itemClass = try classOf(dictionary, persistentRef: persistentRef)
+        let reference = try dictionary[SecKeys.valueRef].map { value throws(SecError) in try ItemReference(value) }
+        let (itemClass, identity) = try classOf(dictionary, persistentRef: persistentRef, reference: reference)
         var query = ItemQuery(itemClass: itemClass, limit: operation == .copyMatching ? .one : .all)
         query.persistentRef = persistentRef
+        query.reference = reference
+        query.identity = identity
         var sawAttribute = false
         for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
             if isAttributeKey(key) {
                 if key != SecKeys.useDataProtectionKeychain { sawAttribute = true }
-                switch try attribute(key, value, itemClass: itemClass, query: true) {
+                switch try attribute(key, value, itemClass: itemClass, query: true, identity: identity) {
+                case .attribute(let v) where identity && itemClass.attribute(key) == nil: query.keyAttributes[key] = v
                 case .attribute(let v): query.attributes[key] = v
                 case .protection(let p): query.protection = p
                 case .synchronizable(let sync): query.synchronizable = sync
@@ -89,8 +96,7 @@ public enum DictionaryParser {
             case "v":
                 switch key {
                 case SecKeys.valueData: continue // accepted, never a match criterion
-                case SecKeys.valuePersistentRef: continue // parsed above
-                case SecKeys.valueRef: throw .param("kSecValueRef: no reference type exists for class '\(itemClass.name)'")
+                case SecKeys.valuePersistentRef, SecKeys.valueRef: continue // parsed above
                 default: throw .param("unknown value key '\(key)'")
                 }
             case "u":
@@ -104,6 +110,7 @@ public enum DictionaryParser {
         }
         if persistentRef != nil {
             guard !sawAttribute else { throw .param("kSecValuePersistentRef cannot be combined with attributes") }
+            guard reference == nil else { throw .param("kSecValuePersistentRef cannot be combined with kSecValueRef") }
             query.synchronizable = nil // a persistent reference names one item, synchronizable or not
         }
         return query
@@ -142,26 +149,43 @@ public enum DictionaryParser {
         }
     }
 
-    static func isAttributeKey(_ key: String) -> Bool {
+    /// Whether a dictionary key names an attribute (four characters, as in securityd).
+    public static func isAttributeKey(_ key: String) -> Bool {
         key.utf8.count == 4
     }
 
-    static func classOf(_ dictionary: SecDictionary, persistentRef: PersistentRef?) throws(SecError) -> ItemClass {
-        guard let value = dictionary[SecKeys.itemClass] else {
-            if let persistentRef { return persistentRef.itemClass }
+    /// The stored class a dictionary works on, and whether it is the virtual identity class (whose
+    /// stored half is the certificate). Without `kSecClass` the class comes from the persistent
+    /// reference or from `kSecValueRef`, as Apple infers it.
+    static func classOf(_ dictionary: SecDictionary, persistentRef: PersistentRef?,
+                        reference: ItemReference?) throws(SecError) -> (ItemClass, identity: Bool) {
+        let name: String
+        if let value = dictionary[SecKeys.itemClass] {
+            guard case .string(let given) = value else { throw .param("kSecClass must be a string") }
+            name = given
+        } else if let persistentRef {
+            name = persistentRef.identity ? SecKeys.classIdentity : persistentRef.itemClass.name
+        } else if let reference {
+            name = reference.className
+        } else {
             throw .param("kSecClass is missing")
         }
-        guard case .string(let name) = value else { throw .param("kSecClass must be a string") }
+        if let reference, reference.className != name {
+            throw .param("kSecValueRef is a \(reference.className) reference but kSecClass is '\(name)'")
+        }
         if name == SecKeys.classIdentity {
-            throw SecError(SecStatus.unimplemented, "kSecClassIdentity is not supported yet")
+            if let persistentRef, !persistentRef.identity {
+                throw SecError(SecStatus.noSuchClass, "kSecClass does not match the persistent reference's class")
+            }
+            return (.certificate, true)
         }
         guard let itemClass = ItemClass(name: name) else {
             throw SecError(SecStatus.noSuchClass, "unknown kSecClass '\(name)'")
         }
-        if let persistentRef, persistentRef.itemClass != itemClass {
+        if let persistentRef, persistentRef.itemClass != itemClass || persistentRef.identity {
             throw SecError(SecStatus.noSuchClass, "kSecClass does not match the persistent reference's class")
         }
-        return itemClass
+        return (itemClass, false)
     }
 
     /// What a four-character key contributes to a request.
@@ -173,7 +197,8 @@ public enum DictionaryParser {
         case ignored
     }
 
-    static func attribute(_ key: String, _ value: SecValue, itemClass: ItemClass, query: Bool) throws(SecError) -> AttributeOutcome {
+    static func attribute(_ key: String, _ value: SecValue, itemClass: ItemClass, query: Bool,
+                          identity: Bool = false) throws(SecError) -> AttributeOutcome {
         switch key {
         case SecKeys.useDataProtectionKeychain:
             return .ignored // kSecUseDataProtectionKeychain: a no-op here, as in securityd
@@ -187,7 +212,10 @@ public enum DictionaryParser {
         case SecAttr.accessControl:
             throw SecError(SecStatus.unimplemented, "kSecAttrAccessControl is not supported yet")
         default:
-            guard let spec = itemClass.attribute(key) else { throw .noSuchAttr(key, itemClass.name) }
+            // An identity accepts every certificate and every key attribute; the certificate's wins.
+            guard let spec = itemClass.attribute(key) ?? (identity ? ItemClass.key.attribute(key) : nil) else {
+                throw .noSuchAttr(key, identity ? SecKeys.classIdentity : itemClass.name)
+            }
             return .attribute(try AttributeValue.coerce(value, for: spec))
         }
     }

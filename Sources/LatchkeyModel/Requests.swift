@@ -47,18 +47,27 @@ public struct PersistentRef: Sendable, Equatable {
     public var itemClass: ItemClass
     public var uuid: [UInt8]?
     public var rowID: Int64?
+    /// An identity's reference (`idnt`): `itemClass` is `.certificate` and `uuid` the certificate's.
+    public var identity = false
 
-    public init(itemClass: ItemClass, uuid: [UInt8]) {
+    public init(itemClass: ItemClass, uuid: [UInt8], identity: Bool = false) {
         self.itemClass = itemClass
         self.uuid = uuid
+        self.identity = identity
     }
 
     /// Parses the bytes of a `kSecValuePersistentRef`; nil when they are not a persistent reference.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 20 || bytes.count == 12,
-              let tag = String(validating: bytes[0..<4], as: UTF8.self),
-              let itemClass = ItemClass(name: tag) else { return nil }
-        self.itemClass = itemClass
+              let tag = String(validating: bytes[0..<4], as: UTF8.self) else { return nil }
+        if tag == SecKeys.classIdentity {
+            itemClass = .certificate
+            identity = true
+        } else if let itemClass = ItemClass(name: tag) {
+            self.itemClass = itemClass
+        } else {
+            return nil
+        }
         if bytes.count == 20 {
             uuid = Array(bytes[4..<20])
         } else {
@@ -68,7 +77,7 @@ public struct PersistentRef: Sendable, Equatable {
 
     /// The 20-byte form returned to callers.
     public var bytes: [UInt8] {
-        Array(itemClass.name.utf8) + (uuid ?? [])
+        Array((identity ? SecKeys.classIdentity : itemClass.name).utf8) + (uuid ?? [])
     }
 }
 
@@ -86,6 +95,13 @@ public struct ItemQuery: Sendable, Equatable {
     public var returns = ReturnFlags()
     /// `kSecUseAuthenticationUISkip`: skip items that would need authentication (none can yet).
     public var skipAuthenticationUI = false
+    /// `kSecClassIdentity`: `itemClass` is then `.certificate`, `attributes` filter the certificate and
+    /// `keyAttributes` the private key joined to it (docs/PROTOCOL.md, "Identities").
+    public var identity = false
+    /// Identity queries: the filters on key-only attributes.
+    public var keyAttributes: [String: SecValue] = [:]
+    /// `kSecValueRef`: the certificate, key or identity the query names.
+    public var reference: ItemReference?
 
     public init(itemClass: ItemClass, limit: MatchLimit) {
         self.itemClass = itemClass
@@ -102,6 +118,9 @@ public struct AddRequest: Sendable, Equatable {
     public var synchronizable = false
     public var data: [UInt8]?
     public var returns = ReturnFlags()
+    /// `kSecValueRef`: the certificate, key or identity to add; the engine derives its attributes. For an
+    /// identity `itemClass` is `.certificate` (the half added first).
+    public var reference: ItemReference?
 
     public init(itemClass: ItemClass) {
         self.itemClass = itemClass

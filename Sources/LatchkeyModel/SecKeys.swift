@@ -37,6 +37,10 @@ public enum SecKeys {
     public static let valueRef = "v_Ref"
     public static let valuePersistentRef = "v_PersistentRef"
 
+    // Key generation (SecKeyCreateRandomKey)
+    public static let privateKeyAttributes = "private"
+    public static let publicKeyAttributes = "public"
+
     // Use keys.
     public static let useItemList = "u_ItemList"
     public static let useAuthenticationUI = "u_AuthUI"

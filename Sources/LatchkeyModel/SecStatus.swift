@@ -29,6 +29,7 @@ public enum SecStatus {
     public static let decode: Int32 = -26275
     public static let missingEntitlement: Int32 = -34018
     public static let notTrusted: Int32 = -67843
+    public static let verifyFailed: Int32 = -67808
 
     /// Apple's message for a status, as `SecCopyErrorMessageString` returns it; nil for unknown codes.
     public static func message(for status: Int32) -> String? {
@@ -64,6 +65,7 @@ public enum SecStatus {
         decode: "Unable to decode the provided data.",
         missingEntitlement: "A required entitlement isn't present.",
         notTrusted: "The trust policy was not trusted.",
+        verifyFailed: "A cryptographic verification failure has occurred.",
     ]
 }
 

@@ -14,6 +14,10 @@ public enum Opcode: UInt8, Sendable, CaseIterable {
     case update = 0x12
     /// `SecItemDelete`.
     case delete = 0x13
+    /// An operation with a private key the agent holds (sign, decrypt, key exchange, export).
+    case keyOperation = 0x14
+    /// `SecKeyCreateRandomKey` for a key that is stored at once (`kSecAttrIsPermanent`).
+    case generateKey = 0x15
     /// Keychain state; no body.
     case status = 0x20
     /// Create the keychain with a password.
@@ -66,6 +70,11 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     case update(query: SecDictionary, attributes: SecDictionary)
     /// Opcode 0x13: the `SecItemDelete` query.
     case delete(SecDictionary)
+    /// Opcode 0x14: the key's persistent reference, the operation, the algorithm and the input
+    /// (docs/PROTOCOL.md, "Key operations").
+    case keyOperation(SecDictionary)
+    /// Opcode 0x15: the `SecKeyCreateRandomKey` parameters.
+    case generateKey(SecDictionary)
     /// Opcode 0x20.
     case status
     /// Opcode 0x21: the new keychain's password and options ("argon2.t", "argon2.m", "argon2.p", ...).
@@ -96,6 +105,8 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         case .copyMatching: .copyMatching
         case .update: .update
         case .delete: .delete
+        case .keyOperation: .keyOperation
+        case .generateKey: .generateKey
         case .status: .status
         case .create: .create
         case .unlock: .unlock
@@ -114,7 +125,8 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     public static func == (a: Request, b: Request) -> Bool {
         switch (a, b) {
         case (.hello, .hello), (.status, .status): true
-        case (.add(let x), .add(let y)), (.copyMatching(let x), .copyMatching(let y)), (.delete(let x), .delete(let y)):
+        case (.add(let x), .add(let y)), (.copyMatching(let x), .copyMatching(let y)), (.delete(let x), .delete(let y)),
+             (.keyOperation(let x), .keyOperation(let y)), (.generateKey(let x), .generateKey(let y)):
             x == y
         case (.update(let q1, let a1), .update(let q2, let a2)): q1 == q2 && a1 == a2
         case (.create(let p1, let o1), .create(let p2, let o2)): p1.constantTimeEquals(p2) && o1 == o2
@@ -133,7 +145,7 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     /// agent calls it once the response is sent. See `SecValue.wipeDataInPlace()`.
     public func wipeItemData() {
         switch self {
-        case .add(let d), .copyMatching(let d), .delete(let d):
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
             SecValue.dictionary(d).wipeDataInPlace()
         case .update(let query, let attributes):
             SecValue.dictionary(query).wipeDataInPlace()
@@ -157,7 +169,7 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .hello, .status:
             break
-        case .add(let d), .copyMatching(let d), .delete(let d):
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
             ValueCodec.encode(.dictionary(d), into: &out)
         case .update(let query, let attributes):
             ValueCodec.encode(.dictionary(query), into: &out)
@@ -188,7 +200,8 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         let secretHeader = 4
         return switch self {
         case .hello, .status: header
-        case .add(let d), .copyMatching(let d), .delete(let d): header + ValueCodec.encodedSize(.dictionary(d))
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
+            header + ValueCodec.encodedSize(.dictionary(d))
         case .update(let q, let a):
             header + ValueCodec.encodedSize(.dictionary(q)) + ValueCodec.encodedSize(.dictionary(a))
         case .create(let p, let o): header + secretHeader + p.count + ValueCodec.encodedSize(.dictionary(o))
@@ -240,6 +253,8 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         case .add: request = .add(try ValueCodec.decodeDictionary(from: &reader))
         case .copyMatching: request = .copyMatching(try ValueCodec.decodeDictionary(from: &reader))
         case .delete: request = .delete(try ValueCodec.decodeDictionary(from: &reader))
+        case .keyOperation: request = .keyOperation(try ValueCodec.decodeDictionary(from: &reader))
+        case .generateKey: request = .generateKey(try ValueCodec.decodeDictionary(from: &reader))
         case .update:
             let query = try ValueCodec.decodeDictionary(from: &reader)
             request = .update(query: query, attributes: try ValueCodec.decodeDictionary(from: &reader))

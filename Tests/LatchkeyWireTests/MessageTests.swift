@@ -25,6 +25,10 @@ final class MessageTests: XCTestCase {
             .keyHandoff(masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)), deviceFactor: nil),
             .sessionOpen(token: Array(0..<16)),
             .sessionClose(token: Array(16..<32)),
+            .keyOperation(["v_PersistentRef": .data(Array("keys".utf8) + [UInt8](repeating: 3, count: 16)),
+                           "op": .string("sign"), "algid": .string("algid:sign:ECDSA:message-X962:SHA256"),
+                           "v_Data": .data([1, 2, 3])]),
+            .generateKey(["type": .string("73"), "bsiz": .int(256), "private": .dictionary(["perm": .bool(true)])]),
         ]
     }
 

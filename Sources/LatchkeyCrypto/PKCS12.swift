@@ -1,0 +1,140 @@
+internal import COpenSSL
+import LatchkeySecrets
+
+/// PKCS#12 (`.p12`/`.pfx`) files through OpenSSL's PKCS12 API: reading what `SecPKCS12Import` reads
+/// (a private key, its certificate and any further certificates) and writing an identity for export.
+public enum PKCS12 {
+    /// Largest PKCS#12 file accepted.
+    public static let maximumSize = 16 << 20
+
+    /// What a PKCS#12 file held.
+    public struct Contents: Sendable {
+        /// The private key, if the file had one.
+        public let key: AsymmetricKey?
+        /// The certificate that matches the key (OpenSSL pairs them by localKeyID or by key), or the
+        /// first certificate when there is no key.
+        public let certificate: X509Certificate?
+        /// All other certificates (a chain), in file order.
+        public let additional: [X509Certificate]
+    }
+
+    /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC, the
+    /// decryption) fails with `password`, `.invalidInput` for data that is not PKCS#12, and
+    /// `.unsupported` for a key other than RSA or EC P-256/384/521. An empty password also tries the
+    /// absent password, as OpenSSL and Apple do.
+    public static func parse(der: [UInt8], password: SecretBytes) throws(CryptoError) -> Contents {
+        guard !der.isEmpty, der.count <= maximumSize else { throw CryptoError.invalidInput("PKCS#12 size out of range") }
+        let p12: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            let parsed = d2i_PKCS12(nil, &cursor, buffer.count)
+            if let parsed, cursor.map({ $0 - buffer.baseAddress! }) != buffer.count {
+                PKCS12_free(parsed)
+                return nil
+            }
+            return parsed
+        }
+        ERR_clear_error()
+        guard let p12 else { throw CryptoError.invalidInput("the data is not a PKCS#12 file") }
+        defer { PKCS12_free(p12) }
+
+        let pass = cStringCopy(password)
+        var pkey: OpaquePointer?, x509: OpaquePointer?, stack: OpaquePointer?
+        let parsed = pass.withUnsafeBytes { buffer -> Bool in
+            let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
+            if PKCS12_mac_present(p12) == 1 {
+                let macOK = PKCS12_verify_mac(p12, text, Int32(password.count)) == 1
+                    || (password.count == 0 && PKCS12_verify_mac(p12, nil, 0) == 1)
+                guard macOK else { return false }
+            }
+            return PKCS12_parse(p12, text, &pkey, &x509, &stack) == 1
+        }
+        ERR_clear_error()
+        defer {
+            X509_free(x509)
+            if let stack { OPENSSL_sk_pop_free(stack, x509FreeCallback) }
+        }
+        guard parsed else {
+            EVP_PKEY_free(pkey)
+            throw CryptoError.wrongPassword
+        }
+
+        var key: AsymmetricKey?
+        if let pkey { key = try AsymmetricKey(adopting: pkey) }
+        var certificates: [X509Certificate] = []
+        if let stack {
+            for index in 0..<max(0, OPENSSL_sk_num(stack)) {
+                guard let raw = OPENSSL_sk_value(stack, index) else { continue }
+                certificates.append(try certificate(from: OpaquePointer(raw)))
+            }
+        }
+        var certificate: X509Certificate?
+        if let x509 {
+            certificate = try Self.certificate(from: x509)
+        } else if key == nil, !certificates.isEmpty {
+            certificate = certificates.removeFirst()
+        }
+        return Contents(key: key, certificate: certificate, additional: certificates)
+    }
+
+    /// A PKCS#12 file holding `key`, `certificate` and `chain`, protected by `password`, with
+    /// OpenSSL 3's defaults: PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC) for key and certificates, a
+    /// SHA-256 MAC, 2048 iterations. `name` becomes the friendly name (the label Apple shows).
+    public static func make(key: AsymmetricKey, certificate: X509Certificate, chain: [X509Certificate] = [],
+                            password: SecretBytes, name: String? = nil) throws(CryptoError) -> [UInt8] {
+        guard key.isPrivate else { throw CryptoError.invalidInput("a PKCS#12 identity needs a private key") }
+        guard certificate.publicKeyBytes == key.publicKeyBytes else {
+            throw CryptoError.invalidInput("the certificate does not belong to the key")
+        }
+        let cert = try x509(certificate.der)
+        defer { X509_free(cert) }
+        guard let stack = OPENSSL_sk_new_null() else { throw opensslError("certificate stack") }
+        defer { OPENSSL_sk_pop_free(stack, x509FreeCallback) }
+        for member in chain {
+            let x = try x509(member.der)
+            guard OPENSSL_sk_push(stack, UnsafeRawPointer(x)) > 0 else {
+                X509_free(x)
+                throw opensslError("certificate stack")
+            }
+        }
+        let pass = cStringCopy(password)
+        let p12: OpaquePointer? = pass.withUnsafeBytes { buffer in
+            let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
+            // 0 for the algorithms and iteration counts selects OpenSSL's defaults.
+            if let name {
+                return name.withCString { PKCS12_create(text, $0, key.pkey, cert, stack, 0, 0, 0, 0, 0) }
+            }
+            return PKCS12_create(text, nil, key.pkey, cert, stack, 0, 0, 0, 0, 0)
+        }
+        guard let p12 else { throw opensslError("creating PKCS#12") }
+        defer { PKCS12_free(p12) }
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PKCS12(p12, &out)
+        guard length > 0, let out else { throw opensslError("encoding PKCS#12") }
+        defer { CRYPTO_free(out, nil, 0) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(length)))
+    }
+
+    // MARK: Helpers
+
+    private static func certificate(from x509: OpaquePointer) throws(CryptoError) -> X509Certificate {
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = i2d_X509(x509, &out)
+        guard length > 0, let out else { throw opensslError("encoding a certificate") }
+        defer { CRYPTO_free(out, nil, 0) }
+        return try X509Certificate(der: Array(UnsafeBufferPointer(start: out, count: Int(length))))
+    }
+
+    private static func x509(_ der: [UInt8]) throws(CryptoError) -> OpaquePointer {
+        let made: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_X509(nil, &cursor, buffer.count)
+        }
+        guard let made else { throw opensslError("reading a certificate") }
+        return made
+    }
+}
+
+/// `X509_free` with the signature `OPENSSL_sk_pop_free` expects.
+private func x509FreeCallback(_ pointer: UnsafeMutableRawPointer?) {
+    X509_free(pointer.map { OpaquePointer($0) })
+}

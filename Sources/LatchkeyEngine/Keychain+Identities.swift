@@ -1,0 +1,167 @@
+import LatchkeyModel
+import LatchkeyStore
+
+/// A certificate and the private key whose application label equals the certificate's public key hash.
+struct IdentityPair {
+    var certificate: OpenItem
+    var key: OpenItem
+}
+
+/// Identities are not stored: as in securityd, `kSecClassIdentity` is the join of the certificate and
+/// key tables on `cert.pkhh == keys.klbl` (secitem-semantics §7.3). Unlike securityd, whose join tests
+/// `keys.priv` (which SecKey sets for public keys too), only private keys (`kcls` 1) join: an identity
+/// whose "key" cannot sign is of no use to anyone.
+extension Keychain {
+    /// The identities a query matches: certificates by the certificate filters, each joined to a
+    /// private key that also matches the key filters.
+    func findIdentities(_ query: ItemQuery, caller: Caller, limit: Int?) throws(SecError) -> [IdentityPair] {
+        var certificateQuery = query
+        certificateQuery.identity = false
+        certificateQuery.keyAttributes = [:]
+        if var ref = certificateQuery.persistentRef {
+            ref.identity = false
+            certificateQuery.persistentRef = ref
+        }
+        var pairs: [IdentityPair] = []
+        for certificate in try find(certificateQuery, caller: caller, limit: nil) {
+            guard let key = try privateKey(for: certificate, filters: query.keyAttributes, caller: caller) else { continue }
+            pairs.append(IdentityPair(certificate: certificate, key: key))
+            if let limit, pairs.count >= limit { break }
+        }
+        return pairs
+    }
+
+    private func privateKey(for certificate: OpenItem, filters: SecDictionary, caller: Caller) throws(SecError) -> OpenItem? {
+        guard case .data(let hash)? = certificate.attributes[SecAttr.publicKeyHash], !hash.isEmpty else { return nil }
+        var keyQuery = ItemQuery(itemClass: .key, limit: .one)
+        keyQuery.attributes = filters
+        keyQuery.attributes[SecAttr.applicationLabel] = .data(hash)
+        keyQuery.attributes[SecAttr.keyClass] = .int(KeyReference.classPrivate)
+        keyQuery.synchronizable = nil
+        return try find(keyQuery, caller: caller, limit: 1).first
+    }
+
+    /// SecItemAdd of an identity reference: the certificate, then the key. A duplicate certificate is
+    /// tolerated; a duplicate key is too when the certificate was new; both duplicates are
+    /// errSecDuplicateItem (secitem-semantics §7.3).
+    func addIdentity(certificate: CertificateReference, key: KeyReference, request: AddRequest,
+                     caller: Caller) throws(SecError) -> SecValue? {
+        guard key.isPrivate else { throw .param("an identity's key must be a private key") }
+        var certificateRequest = AddRequest(itemClass: .certificate)
+        certificateRequest.protection = request.protection
+        certificateRequest.synchronizable = request.synchronizable
+        var keyRequest = AddRequest(itemClass: .key)
+        keyRequest.protection = request.protection
+        keyRequest.synchronizable = request.synchronizable
+        // The caller's attributes go to whichever half has them (the certificate for shared names).
+        for (name, value) in request.attributes {
+            if ItemClass.certificate.attribute(name) != nil { certificateRequest.attributes[name] = value }
+            if ItemClass.key.attribute(name) != nil { keyRequest.attributes[name] = value }
+        }
+        try resolve(.certificate(certificate), into: &certificateRequest, caller: caller)
+        try resolve(.key(key), into: &keyRequest, caller: caller)
+        guard certificateRequest.attributes[SecAttr.publicKeyHash] == keyRequest.attributes[SecAttr.applicationLabel] else {
+            throw .param("the identity's key does not belong to its certificate")
+        }
+        let store = try store()
+        var certificateItem: OpenItem?
+        var keyItem: OpenItem?
+        var certificateWasDuplicate = false
+        do {
+            try store.transaction {
+                do {
+                    certificateItem = try insert(certificateRequest, caller: caller, open: true)
+                } catch let error as SecError where error.status == SecStatus.duplicateItem {
+                    certificateWasDuplicate = true
+                }
+                do {
+                    keyItem = try insert(keyRequest, caller: caller, open: true)
+                } catch let error as SecError where error.status == SecStatus.duplicateItem && !certificateWasDuplicate {
+                    // the key was there already; the new certificate makes the identity
+                }
+            }
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        guard !request.returns.isEmpty else { return nil }
+        // Return what was added, or what it duplicated.
+        var query = ItemQuery(itemClass: .certificate, limit: .one)
+        query.identity = true
+        query.synchronizable = nil
+        if let certificateItem {
+            query.persistentRef = PersistentRef(itemClass: .certificate, uuid: certificateItem.persistentRef, identity: true)
+        } else {
+            try apply(.certificate(certificate), to: &query)
+        }
+        _ = keyItem
+        guard let pair = try findIdentities(query, caller: caller, limit: 1).first else { throw SecError.notFound }
+        return try ResultBuilder.value(for: pair, returns: request.returns)
+    }
+
+    /// SecItemDelete of identities. With a reference (persistent or object): the certificate, then its
+    /// key unless another certificate still uses it. With filters: every matching certificate, then
+    /// every key joined to one.
+    func deleteIdentities(_ query: ItemQuery, caller: Caller) throws(SecError) {
+        try locked { () throws(SecError) in
+            let store = try store()
+            let pairs = try findIdentities(query, caller: caller, limit: nil)
+            guard !pairs.isEmpty else { throw SecError.notFound }
+            var ids = pairs.map(\.certificate.id)
+            let certificateIDs = Set(ids)
+            var keyIDs: [Int64] = []
+            for pair in pairs where !keyIDs.contains(pair.key.id) {
+                if query.persistentRef != nil || query.reference != nil {
+                    // Keep a key that another certificate still forms an identity with.
+                    var others = ItemQuery(itemClass: .certificate, limit: .all)
+                    others.attributes[SecAttr.publicKeyHash] = pair.key.attributes[SecAttr.applicationLabel]
+                    others.synchronizable = nil
+                    let sharing = try find(others, caller: caller, limit: nil).filter { !certificateIDs.contains($0.id) }
+                    if !sharing.isEmpty { continue }
+                }
+                keyIDs.append(pair.key.id)
+            }
+            ids += keyIDs
+            do {
+                _ = try store.delete(ids: ids)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+
+    /// SecItemUpdate of identities: the certificate's attributes, then the key's, in one transaction.
+    func updateIdentities(_ query: ItemQuery, _ changesDictionary: SecDictionary, caller: Caller) throws(SecError) {
+        var certificateChanges: SecDictionary = [:]
+        var keyChanges: SecDictionary = [:]
+        for (name, value) in changesDictionary {
+            let forCertificate = ItemClass.certificate.attribute(name) != nil || name == SecAttr.accessible
+                || name == SecAttr.synchronizable
+            let forKey = ItemClass.key.attribute(name) != nil || name == SecAttr.accessible || name == SecAttr.synchronizable
+            guard forCertificate || forKey else { throw .noSuchAttr(name, SecKeys.classIdentity) }
+            if forCertificate { certificateChanges[name] = value }
+            if forKey { keyChanges[name] = value }
+        }
+        let certificate = try DictionaryParser.parseChanges(certificateChanges, itemClass: .certificate)
+        let key = try DictionaryParser.parseChanges(keyChanges, itemClass: .key)
+        if let value = key.attributes["extr"], Self.integer(value) != 0 {
+            throw .param("kSecAttrIsExtractable cannot be changed to true")
+        }
+        for group in [certificate.attributes[SecAttr.accessGroup], key.attributes[SecAttr.accessGroup]].compactMap({ $0?.stringValue }) {
+            try checkGroup(group, caller)
+        }
+        try locked { () throws(SecError) in
+            let store = try store()
+            let pairs = try findIdentities(query, caller: caller, limit: nil)
+            guard !pairs.isEmpty else { throw SecError.notFound }
+            do {
+                try store.transaction {
+                    for pair in pairs { try rewrite(pair.certificate, with: certificate, in: store) }
+                    var done: Set<Int64> = []
+                    for pair in pairs where done.insert(pair.key.id).inserted { try rewrite(pair.key, with: key, in: store) }
+                }
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeySecrets
+
+extension Keychain {
+    /// A private-key operation for a caller: the key stays here, only the result leaves. The key's
+    /// class key must be held (errSecInteractionNotAllowed otherwise), as for reading the item.
+    public func keyOperation(_ request: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
+        guard case .data(let refBytes)? = request[KeyOperation.Field.key], let ref = PersistentRef(bytes: refBytes),
+              ref.itemClass == .key, !ref.identity else {
+            throw .param("a key operation needs the key's persistent reference")
+        }
+        guard case .string(let name)? = request[KeyOperation.Field.operation], let operation = KeyOperation(rawValue: name) else {
+            throw .param("unknown key operation")
+        }
+        let algorithm = request[KeyOperation.Field.algorithm]?.stringValue ?? ""
+        let input = request[KeyOperation.Field.input]?.dataValue ?? []
+        let exchange = KeyMaterial.ExchangeParameters(
+            peer: request[KeyOperation.Field.peer]?.dataValue ?? [],
+            requestedSize: request[KeyOperation.Field.requestedSize].flatMap(Self.integer).map(Int.init),
+            sharedInfo: request[KeyOperation.Field.sharedInfo]?.dataValue ?? [])
+        return try locked { () throws(SecError) -> SecValue in
+            var query = ItemQuery(itemClass: .key, limit: .one)
+            query.persistentRef = ref
+            query.synchronizable = nil
+            guard let item = try find(query, caller: caller, limit: 1).first else { throw SecError.notFound }
+            let keyClass = item.attributes[SecAttr.keyClass].flatMap(Self.integer) ?? KeyReference.classPublic
+            let keyType = item.attributes[SecAttr.keyType].flatMap(Self.integer) ?? 0
+            if operation == .export, !Self.isExtractable(item) {
+                throw SecError(SecStatus.dataNotAvailable, "the key is not extractable (kSecAttrIsExtractable is false)")
+            }
+            if operation != .export, keyClass != KeyReference.classPrivate {
+                throw SecError(SecStatus.param, "\(operation.rawValue) needs a private key")
+            }
+            var material = try ItemSealer.openSecret(item)
+            defer { SecretBytes.wipe(&material) }
+            return .data(try KeyMaterial.perform(operation, algorithm: algorithm, input: input, exchange: exchange,
+                                                 material: material, keyType: keyType, keyClass: keyClass))
+        }
+    }
+
+    /// `SecKeyCreateRandomKey` for a key stored at once: the private key is made here and never leaves;
+    /// what comes back is its reference. Top-level parameters apply to both halves, `kSecPrivateKeyAttrs`
+    /// and `kSecPublicKeyAttrs` to one each, as Apple documents; each half whose merged
+    /// `kSecAttrIsPermanent` is true is stored (the library generates keys that are not stored itself).
+    public func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
+        guard let type = parameters[SecAttr.keyType].flatMap(Self.integer) else {
+            throw .param("kSecAttrKeyType is missing or not a key type")
+        }
+        guard let size = parameters[SecAttr.keySizeInBits].flatMap(Self.integer) else {
+            throw .param("kSecAttrKeySizeInBits is missing or not a number")
+        }
+        if parameters[SecAttr.tokenID] != nil {
+            throw SecError(SecStatus.unimplemented, "kSecAttrTokenID: this keychain has no Secure Enclave or token")
+        }
+        let privateParameters = try Self.merged(parameters, SecKeys.privateKeyAttributes)
+        let publicParameters = try Self.merged(parameters, SecKeys.publicKeyAttributes)
+        guard Self.isPermanent(privateParameters) else {
+            throw .param("generateKey stores the private key: kSecAttrIsPermanent must be true for it")
+        }
+        var (material, publicKey) = try KeyMaterial.generate(keyType: type, sizeInBits: size)
+        var privateMaterial = material.withUnsafeBytes { Array($0) }
+        defer { SecretBytes.wipe(&privateMaterial) }
+        let privateRef = KeyReference(keyType: type, keyClass: KeyReference.classPrivate, sizeInBits: size,
+                                      publicKey: publicKey, material: privateMaterial)
+        let added = try add(Self.addDictionary(privateParameters, .key(privateRef), returning: SecKeys.returnRef),
+                            caller: caller)
+        guard case .dictionary(let fields)? = added, let reference = fields[SecKeys.valueRef],
+              let persistentRef = fields[SecKeys.valuePersistentRef] else {
+            throw SecError(SecStatus.internalComponent, "the new key has no reference")
+        }
+        if Self.isPermanent(publicParameters) {
+            let publicRef = KeyReference(keyType: type, keyClass: KeyReference.classPublic, sizeInBits: size,
+                                         publicKey: publicKey, material: publicKey)
+            do {
+                _ = try add(Self.addDictionary(publicParameters, .key(publicRef), returning: nil), caller: caller)
+            } catch {
+                // Both or neither: take the private key back out.
+                try? delete([SecKeys.valuePersistentRef: persistentRef], caller: caller)
+                throw error
+            }
+        }
+        material = SecretBytes(count: 0)
+        return reference
+    }
+
+    // MARK: - References in add and query dictionaries
+
+    /// Fills an add request from its `kSecValueRef`: the bytes to store and the attributes Apple derives,
+    /// under the caller's own attributes (which win).
+    func resolve(_ reference: ItemReference, into request: inout AddRequest, caller: Caller) throws(SecError) {
+        guard request.data == nil else { throw .param("kSecValueRef and kSecValueData cannot both be given") }
+        let derived: SecDictionary
+        var forced: SecDictionary = [:]
+        switch reference {
+        case .certificate(let certificate):
+            derived = try KeyMaterial.attributes(ofCertificate: certificate.der)
+            request.data = certificate.der
+        case .key(let key):
+            let (material, storedExtractable) = try keyMaterial(of: key, caller: caller)
+            var checked = try KeyMaterial.reference(material: material, keyType: key.keyType, keyClass: key.keyClass)
+            // A key copied from an item keeps that item's restriction, whatever the reference or the
+            // caller's attributes claim.
+            checked.extractable = key.extractable && storedExtractable
+            derived = KeyMaterial.attributes(of: checked)
+            if !checked.extractable { forced["extr"] = .int(0) }
+            request.data = material
+        case .identity:
+            throw .param("an identity is added as its certificate and its key")
+        }
+        for (name, value) in derived where request.attributes[name] == nil {
+            request.attributes[name] = value
+        }
+        for (name, value) in forced { request.attributes[name] = value }
+    }
+
+    /// The external representation of a key named by a reference: the bytes it carries, or those of the
+    /// keychain item holding it (which must be readable), and whether that item lets the key out.
+    private func keyMaterial(of key: KeyReference, caller: Caller) throws(SecError) -> ([UInt8], extractable: Bool) {
+        if let material = key.material { return (material, true) }
+        guard let refBytes = key.persistentRef, let ref = PersistentRef(bytes: refBytes), ref.itemClass == .key else {
+            throw .param("the key reference names no key")
+        }
+        var query = ItemQuery(itemClass: .key, limit: .one)
+        query.persistentRef = ref
+        query.synchronizable = nil
+        var item = try find(query, caller: caller, limit: 1).first
+        if item == nil {
+            // The item the key was read from is gone; another item may hold the same key.
+            var same = ItemQuery(itemClass: .key, limit: .one)
+            try apply(.key(key), to: &same)
+            same.synchronizable = nil
+            item = try find(same, caller: caller, limit: 1).first
+        }
+        guard let item else { throw SecError(SecStatus.itemNotFound, "the key is no longer in the keychain") }
+        return (try ItemSealer.openSecret(item), Self.isExtractable(item))
+    }
+
+    /// The attributes a query's `kSecValueRef` implies, for matching, as Apple infers them from the
+    /// object: a certificate's issuer, serial number and type; a key's application label, class and
+    /// type. (Not the item it was read from: an object outlives its item, and one re-added since is the
+    /// same certificate or key.)
+    func apply(_ reference: ItemReference, to query: inout ItemQuery) throws(SecError) {
+        switch reference {
+        case .certificate(let certificate):
+            let attributes = try KeyMaterial.attributes(ofCertificate: certificate.der)
+            for name in [SecAttr.issuer, SecAttr.serialNumber, SecAttr.certificateType] {
+                query.attributes[name] = attributes[name]
+            }
+        case .key(let key):
+            query.attributes[SecAttr.applicationLabel] = .data(SHA1.hash(key.publicKey))
+            query.attributes[SecAttr.keyClass] = .int(key.keyClass)
+            query.attributes[SecAttr.keyType] = .int(key.keyType)
+        case .identity(let certificate, _):
+            var certificateQuery = query
+            try apply(.certificate(certificate), to: &certificateQuery)
+            query = certificateQuery
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func integer(_ value: SecValue) -> Int64? {
+        switch value {
+        case .int(let n): n
+        case .bool(let b): b ? 1 : 0
+        case .string(let s): Int64(s)
+        default: nil
+        }
+    }
+
+    static func isExtractable(_ item: OpenItem) -> Bool {
+        item.attributes["extr"].flatMap(integer) != 0
+    }
+
+    /// Top-level parameters overlaid with one half's sub-dictionary.
+    private static func merged(_ parameters: SecDictionary, _ key: String) throws(SecError) -> SecDictionary {
+        var result = parameters
+        result[SecKeys.privateKeyAttributes] = nil
+        result[SecKeys.publicKeyAttributes] = nil
+        if let sub = parameters[key] {
+            guard case .dictionary(let entries) = sub else { throw .param("'\(key)' must be a dictionary") }
+            for (name, value) in entries { result[name] = value }
+        }
+        return result
+    }
+
+    private static func isPermanent(_ parameters: SecDictionary) -> Bool {
+        parameters["perm"].flatMap(integer) == 1
+    }
+
+    /// The SecItemAdd dictionary for a generated half: its reference plus the attributes the caller
+    /// gave for it (generation-only keys removed; type and size come from the key itself).
+    private static func addDictionary(_ parameters: SecDictionary, _ reference: ItemReference,
+                                      returning: String?) -> SecDictionary {
+        var dictionary = parameters
+        for name in [SecAttr.keyType, SecAttr.keySizeInBits, SecKeys.itemClass] { dictionary[name] = nil }
+        dictionary = dictionary.filter { DictionaryParser.isAttributeKey($0.key) || $0.key.hasPrefix("u_") }
+        dictionary[SecKeys.itemClass] = .string(SecKeys.classKey)
+        dictionary[SecKeys.valueRef] = reference.secValue
+        if let returning {
+            dictionary[returning] = .bool(true)
+            dictionary[SecKeys.returnPersistentRef] = .bool(true)
+        }
+        return dictionary
+    }
+}

@@ -1,0 +1,208 @@
+/// The object form of a certificate, key or identity as it crosses the agent protocol: the value of
+/// `kSecValueRef` in a request, and what `kSecReturnRef` gives back (docs/PROTOCOL.md, "References").
+///
+/// On the wire a reference is an ordinary dictionary value, so the value codec needs no new type:
+///
+/// | key | certificate | key | identity |
+/// |---|---|---|---|
+/// | `class` | `"cert"` | `"keys"` | `"idnt"` |
+/// | `v_Data` | certificate DER | the key's external representation (a key the caller holds; requests only) | — |
+/// | `type`, `kcls`, `bsiz` | — | key type (42 RSA, 73 EC), key class (0 public, 1 private), size in bits | — |
+/// | `pubk` | — | the public key's external representation | — |
+/// | `v_PersistentRef` | the item, when it is in the keychain | the item holding the key (a key the agent holds) | the certificate's item |
+/// | `extr` | — | 0 when the key may not be exported | — |
+/// | `cert`, `key` | — | — | the two halves |
+///
+/// A private key the agent holds never leaves it: its reference carries the public half and the
+/// persistent reference, and every private-key operation is a request (`keyOperation`).
+public enum ItemReference: Sendable, Equatable {
+    case certificate(CertificateReference)
+    case key(KeyReference)
+    case identity(certificate: CertificateReference, key: KeyReference)
+
+    /// The item class the reference belongs to, as `kSecClass` would name it.
+    public var className: String {
+        switch self {
+        case .certificate: SecKeys.classCertificate
+        case .key: SecKeys.classKey
+        case .identity: SecKeys.classIdentity
+        }
+    }
+}
+
+/// A certificate: its DER bytes, and the item it was read from, if any.
+public struct CertificateReference: Sendable, Equatable {
+    public var der: [UInt8]
+    public var persistentRef: [UInt8]?
+
+    public init(der: [UInt8], persistentRef: [UInt8]? = nil) {
+        self.der = der
+        self.persistentRef = persistentRef
+    }
+}
+
+/// An asymmetric key: either held by the caller (`material` is its external representation) or held
+/// by the agent (`persistentRef` names the keychain item; `material` is nil).
+public struct KeyReference: Sendable, Equatable {
+    /// `kSecAttrKeyType` as a number: 42 (RSA) or 73 (EC).
+    public var keyType: Int64
+    /// `kSecAttrKeyClass` as a number: 0 public, 1 private.
+    public var keyClass: Int64
+    public var sizeInBits: Int64
+    /// The public key's external representation (PKCS#1 RSAPublicKey, or the X9.63 point).
+    public var publicKey: [UInt8]
+    /// The key's own external representation, for a key the caller holds.
+    public var material: [UInt8]?
+    public var persistentRef: [UInt8]?
+    /// False when the key may not leave the keychain (`kSecAttrIsExtractable` = false).
+    public var extractable: Bool
+
+    public static let typeRSA: Int64 = 42
+    public static let typeEC: Int64 = 73
+    public static let classPublic: Int64 = 0
+    public static let classPrivate: Int64 = 1
+
+    public init(keyType: Int64, keyClass: Int64, sizeInBits: Int64, publicKey: [UInt8], material: [UInt8]? = nil,
+                persistentRef: [UInt8]? = nil, extractable: Bool = true) {
+        self.keyType = keyType
+        self.keyClass = keyClass
+        self.sizeInBits = sizeInBits
+        self.publicKey = publicKey
+        self.material = material
+        self.persistentRef = persistentRef
+        self.extractable = extractable
+    }
+
+    public var isPrivate: Bool { keyClass == Self.classPrivate }
+
+    /// The attributes Apple derives for such a key (secitem-semantics §7.1, `SecKeyCopyAttributes` and
+    /// SecItemAdd through `kSecValueRef`): its class, `klbl` (SHA-1 of the public key bytes, which the
+    /// caller computes), type, sizes, and the default usage flags of a private or public key.
+    public func derivedAttributes(applicationLabel: [UInt8]) -> SecDictionary {
+        let on: SecValue = .int(1)
+        let off: SecValue = .int(0)
+        return [
+            SecAttr.keyClass: .int(keyClass),
+            SecAttr.applicationLabel: .data(applicationLabel),
+            SecAttr.keyType: .int(keyType),
+            SecAttr.keySizeInBits: .int(sizeInBits),
+            SecAttr.effectiveKeySize: .int(sizeInBits),
+            "perm": on, "priv": on, "modi": on, "sens": off, "asen": off, "extr": extractable ? on : off, "next": off,
+            "encr": isPrivate ? off : on, "vrfy": isPrivate ? off : on, "wrap": isPrivate ? off : on,
+            "decr": isPrivate ? on : off, "sign": isPrivate ? on : off, "unwp": isPrivate ? on : off,
+            "drve": on, "snrc": off, "vyrc": off,
+        ]
+    }
+}
+
+extension ItemReference {
+    enum Field {
+        static let certificate = "cert"
+        static let key = "key"
+        static let publicKey = "pubk"
+        static let extractable = "extr"
+    }
+
+    /// The wire dictionary for this reference.
+    public var secValue: SecValue {
+        switch self {
+        case .certificate(let certificate):
+            return .dictionary(Self.fields(certificate))
+        case .key(let key):
+            return .dictionary(Self.fields(key))
+        case .identity(let certificate, let key):
+            return .dictionary([SecKeys.itemClass: .string(SecKeys.classIdentity),
+                                Field.certificate: .dictionary(Self.fields(certificate)),
+                                Field.key: .dictionary(Self.fields(key))])
+        }
+    }
+
+    private static func fields(_ certificate: CertificateReference) -> SecDictionary {
+        var fields: SecDictionary = [SecKeys.itemClass: .string(SecKeys.classCertificate),
+                                     SecKeys.valueData: .data(certificate.der)]
+        if let ref = certificate.persistentRef { fields[SecKeys.valuePersistentRef] = .data(ref) }
+        return fields
+    }
+
+    private static func fields(_ key: KeyReference) -> SecDictionary {
+        var fields: SecDictionary = [SecKeys.itemClass: .string(SecKeys.classKey),
+                                     SecAttr.keyType: .int(key.keyType), SecAttr.keyClass: .int(key.keyClass),
+                                     SecAttr.keySizeInBits: .int(key.sizeInBits), Field.publicKey: .data(key.publicKey),
+                                     Field.extractable: .int(key.extractable ? 1 : 0)]
+        if let material = key.material { fields[SecKeys.valueData] = .data(material) }
+        if let ref = key.persistentRef { fields[SecKeys.valuePersistentRef] = .data(ref) }
+        return fields
+    }
+
+    /// Parses a wire dictionary; errSecParam when it is not a reference.
+    public init(_ value: SecValue) throws(SecError) {
+        guard case .dictionary(let fields) = value, case .string(let name)? = fields[SecKeys.itemClass] else {
+            throw .param("kSecValueRef is not a certificate, key or identity")
+        }
+        switch name {
+        case SecKeys.classCertificate:
+            self = .certificate(try Self.certificate(fields))
+        case SecKeys.classKey:
+            self = .key(try Self.key(fields))
+        case SecKeys.classIdentity:
+            guard let certificate = fields[Field.certificate], case .dictionary(let c) = certificate,
+                  let key = fields[Field.key], case .dictionary(let k) = key else {
+                throw .param("an identity reference needs a certificate and a key")
+            }
+            self = .identity(certificate: try Self.certificate(c), key: try Self.key(k))
+        default:
+            throw .param("kSecValueRef of class '\(name)' is not a certificate, key or identity")
+        }
+    }
+
+    private static func certificate(_ fields: SecDictionary) throws(SecError) -> CertificateReference {
+        guard case .data(let der)? = fields[SecKeys.valueData], !der.isEmpty else {
+            throw .param("a certificate reference carries no certificate")
+        }
+        return CertificateReference(der: der, persistentRef: fields[SecKeys.valuePersistentRef]?.dataValue)
+    }
+
+    private static func key(_ fields: SecDictionary) throws(SecError) -> KeyReference {
+        guard case .int(let type)? = fields[SecAttr.keyType], case .int(let keyClass)? = fields[SecAttr.keyClass],
+              case .int(let size)? = fields[SecAttr.keySizeInBits], case .data(let publicKey)? = fields[Field.publicKey] else {
+            throw .param("a key reference needs its type, class, size and public key")
+        }
+        let material = fields[SecKeys.valueData]?.dataValue
+        let ref = fields[SecKeys.valuePersistentRef]?.dataValue
+        guard material != nil || ref != nil else { throw .param("a key reference names neither key bytes nor an item") }
+        let extractable = fields[Field.extractable].map { $0 != .int(0) } ?? true
+        return KeyReference(keyType: type, keyClass: keyClass, sizeInBits: size, publicKey: publicKey,
+                            material: material, persistentRef: ref, extractable: extractable)
+    }
+}
+
+/// What a `keyOperation` request asks of a private key the agent holds (docs/PROTOCOL.md, "Key
+/// operations").
+public enum KeyOperation: String, Sendable, CaseIterable {
+    /// `SecKeyCreateSignature`.
+    case sign
+    /// `SecKeyCreateDecryptedData`.
+    case decrypt
+    /// `SecKeyCopyExternalRepresentation`: refused for a key that is not extractable.
+    case export
+    /// `SecKeyCopyKeyExchangeResult`: ECDH with a peer's public key.
+    case exchange
+
+    /// The request dictionary's keys.
+    public enum Field {
+        /// Data: the key item's persistent reference.
+        public static let key = SecKeys.valuePersistentRef
+        /// String: the operation's raw value.
+        public static let operation = "op"
+        /// String: Apple's `SecKeyAlgorithm` name ("algid:sign:ECDSA:message-X962:SHA256", ...).
+        public static let algorithm = "algid"
+        /// Data: what to sign or decrypt.
+        public static let input = SecKeys.valueData
+        /// Data (exchange): the peer's public key, external representation.
+        public static let peer = "pubk"
+        /// Int (exchange, optional): `kSecKeyKeyExchangeParameterRequestedSize`.
+        public static let requestedSize = "size"
+        /// Data (exchange, optional): `kSecKeyKeyExchangeParameterSharedInfo`.
+        public static let sharedInfo = "info"
+    }
+}
