@@ -125,6 +125,23 @@ final class CertificateTests: AgentTestCase {
         XCTAssertEqual(found as? Data, der)
     }
 
+    /// Without a SubjectKeyIdentifier extension the item has no `skid`; the RSA key's hash still joins.
+    func testCertificateWithoutSubjectKeyIdentifier() throws {
+        try createKeychain()
+        let (der, _) = try makeCertificate("noskid", subject: "/CN=No SKID", rsa: true, serial: "7",
+                                           extensions: ["subjectKeyIdentifier=none", "authorityKeyIdentifier=none"])
+        let certificate = try XCTUnwrap(SecCertificateCreateWithData(nil, der as CFData))
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemAdd([kSecValueRef: certificate, kSecReturnAttributes: true] as NSDictionary, &result), errSecSuccess)
+        let attributes = try XCTUnwrap(result as? [String: Any])
+        XCTAssertNil(attributes[kSecAttrSubjectKeyID as String])
+        XCTAssertEqual(attributes[kSecAttrSerialNumber as String] as? Data, Data([7]))
+        let key = try XCTUnwrap(SecCertificateCopyKey(certificate))
+        XCTAssertEqual((SecKeyCopyAttributes(key) as? [String: Any])?[kSecAttrKeySizeInBits as String] as? Int, 2048)
+        XCTAssertEqual((SecKeyCopyAttributes(key) as? [String: Any])?[kSecAttrApplicationLabel as String] as? Data,
+                       attributes[kSecAttrPublicKeyHash as String] as? Data)
+    }
+
     /// PrintableString values are normalised (upper case, blanks collapsed); UTF8String values are not.
     func testPrintableStringNamesAreNormalised() throws {
         try createKeychain()
