@@ -20,12 +20,17 @@ extension AsymmetricKey {
     /// `.invalidInput` for bytes that do not parse, a point that is not on its curve, a scalar that
     /// does not match its point, or a blob of the other class (a private blob with `isPrivate`
     /// false or the reverse); `.unsupported` for RSA moduli outside `importableRSABits`.
-    public convenience init(externalRepresentation data: SecretBytes, algorithm: Algorithm, isPrivate: Bool) throws(CryptoError) {
+    ///
+    /// `validate: false` skips OpenSSL's key check (the RSA primality and pairwise tests cost tens of
+    /// milliseconds to seconds): only for bytes that were validated before and have been authenticated
+    /// since, such as a keychain item's (AES-GCM sealed) key material. Structure is always checked.
+    public convenience init(externalRepresentation data: SecretBytes, algorithm: Algorithm, isPrivate: Bool,
+                            validate: Bool = true) throws(CryptoError) {
         var made: OpaquePointer?
         var failure: CryptoError?
         data.withUnsafeBytes { buffer in
             do throws(CryptoError) {
-                made = try Self.makeKey(external: buffer, algorithm: algorithm, isPrivate: isPrivate)
+                made = try Self.makeKey(external: buffer, algorithm: algorithm, isPrivate: isPrivate, validate: validate)
             } catch {
                 failure = error
             }
@@ -38,8 +43,10 @@ extension AsymmetricKey {
     }
 
     /// `init(externalRepresentation:algorithm:isPrivate:)` for data in an ordinary array (public keys).
-    public convenience init(externalRepresentation data: [UInt8], algorithm: Algorithm, isPrivate: Bool) throws(CryptoError) {
-        try self.init(externalRepresentation: SecretBytes(copying: data), algorithm: algorithm, isPrivate: isPrivate)
+    public convenience init(externalRepresentation data: [UInt8], algorithm: Algorithm, isPrivate: Bool,
+                            validate: Bool = true) throws(CryptoError) {
+        try self.init(externalRepresentation: SecretBytes(copying: data), algorithm: algorithm, isPrivate: isPrivate,
+                      validate: validate)
     }
 
     /// Apple's `SecKeyCopyExternalRepresentation`: PKCS#1 DER for RSA, `04 ‖ X ‖ Y [‖ K]` for EC.
@@ -65,17 +72,17 @@ extension AsymmetricKey {
     // MARK: Import
 
     private static func makeKey(external data: UnsafeRawBufferPointer, algorithm: Algorithm,
-                                isPrivate: Bool) throws(CryptoError) -> OpaquePointer {
+                                isPrivate: Bool, validate: Bool) throws(CryptoError) -> OpaquePointer {
         switch algorithm {
-        case .rsa: return try makeRSA(pkcs1: data, isPrivate: isPrivate)
-        case .ec: return try makeEC(x963: data, isPrivate: isPrivate)
+        case .rsa: return try makeRSA(pkcs1: data, isPrivate: isPrivate, validate: validate)
+        case .ec: return try makeEC(x963: data, isPrivate: isPrivate, validate: validate)
         }
     }
 
     /// Decodes PKCS#1 DER, then insists that re-encoding gives the same bytes (so the input was one
     /// canonical structure of the right class, with nothing after it) and that OpenSSL's key check
     /// passes.
-    private static func makeRSA(pkcs1 data: UnsafeRawBufferPointer, isPrivate: Bool) throws(CryptoError) -> OpaquePointer {
+    private static func makeRSA(pkcs1 data: UnsafeRawBufferPointer, isPrivate: Bool, validate: Bool) throws(CryptoError) -> OpaquePointer {
         let selection = isPrivate ? KeyCodec.keyPairSelection : KeyCodec.publicSelection
         let pkey = try KeyCodec.decode(data, inputType: "DER", structure: "type-specific", keyType: "RSA",
                                        selection: selection, password: nil)
@@ -88,7 +95,7 @@ extension AsymmetricKey {
             guard same else {
                 throw CryptoError.invalidInput(isPrivate ? "the data is not one PKCS#1 RSAPrivateKey" : "the data is not one PKCS#1 RSAPublicKey")
             }
-            try check(pkey, full: isPrivate)
+            if validate { try check(pkey, full: isPrivate) }
             return pkey
         } catch {
             EVP_PKEY_free(pkey)
@@ -97,7 +104,7 @@ extension AsymmetricKey {
     }
 
     /// Builds an EC key from `04 ‖ X ‖ Y [‖ K]`, inferring the curve from the length.
-    private static func makeEC(x963 data: UnsafeRawBufferPointer, isPrivate: Bool) throws(CryptoError) -> OpaquePointer {
+    private static func makeEC(x963 data: UnsafeRawBufferPointer, isPrivate: Bool, validate: Bool) throws(CryptoError) -> OpaquePointer {
         let parts = isPrivate ? 3 : 2
         guard data.count > 1, (data.count - 1) % parts == 0,
               let curve = EllipticCurve.allCases.first(where: { $0.fieldSize == (data.count - 1) / parts }) else {
@@ -129,7 +136,7 @@ extension AsymmetricKey {
         ERR_clear_error()
         guard ok == 1, let made else { throw CryptoError.invalidInput("EC key data is not a valid point on \(curve.bits)-bit curve") }
         do throws(CryptoError) {
-            try check(made, full: isPrivate)
+            if validate { try check(made, full: isPrivate) }
         } catch {
             EVP_PKEY_free(made)
             throw error

@@ -16,6 +16,8 @@ public enum PKCS12 {
         public let certificate: X509Certificate?
         /// All other certificates (a chain), in file order.
         public let additional: [X509Certificate]
+        /// The friendly name of the certificate's bag, when the file gives one.
+        public let friendlyName: String?
     }
 
     /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC, the
@@ -68,12 +70,18 @@ public enum PKCS12 {
             }
         }
         var certificate: X509Certificate?
+        var friendlyName: String?
         if let x509 {
             certificate = try Self.certificate(from: x509)
+            // PKCS12_parse copies the bag's friendlyName attribute into the certificate's alias.
+            var length: Int32 = 0
+            if let alias = X509_alias_get0(x509, &length), length > 0 {
+                friendlyName = String(decoding: UnsafeBufferPointer(start: alias, count: Int(length)), as: UTF8.self)
+            }
         } else if key == nil, !certificates.isEmpty {
             certificate = certificates.removeFirst()
         }
-        return Contents(key: key, certificate: certificate, additional: certificates)
+        return Contents(key: key, certificate: certificate, additional: certificates, friendlyName: friendlyName)
     }
 
     /// A PKCS#12 file holding `key`, `certificate` and `chain`, protected by `password`, with

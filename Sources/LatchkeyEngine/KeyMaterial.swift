@@ -23,14 +23,16 @@ enum KeyMaterial {
     }
 
     /// Parses a key's external representation; errSecDecode when the bytes are not such a key.
-    static func key(_ material: [UInt8], keyType: Int64, keyClass: Int64) throws(SecError) -> AsymmetricKey {
+    /// `stored`: the bytes come from a keychain item, so they were validated when it was added and
+    /// authenticated when it was opened; OpenSSL's (costly) key check is skipped.
+    static func key(_ material: [UInt8], keyType: Int64, keyClass: Int64, stored: Bool = false) throws(SecError) -> AsymmetricKey {
         let algorithm = try algorithm(keyType)
         guard keyClass == KeyReference.classPublic || keyClass == KeyReference.classPrivate else {
             throw SecError(SecStatus.unimplemented, "key class \(keyClass) is not supported (public 0 and private 1 are)")
         }
         do {
             return try AsymmetricKey(externalRepresentation: material, algorithm: algorithm,
-                                     isPrivate: keyClass == KeyReference.classPrivate)
+                                     isPrivate: keyClass == KeyReference.classPrivate, validate: !stored)
         } catch {
             throw SecError(SecStatus.decode, "the key data is not a \(algorithm == .rsa ? "RSA" : "EC") "
                            + "\(keyClass == KeyReference.classPrivate ? "private" : "public") key: \(error)")
@@ -38,10 +40,12 @@ enum KeyMaterial {
     }
 
     /// The reference of a key the caller holds (public half, size), from its external representation.
-    static func reference(material: [UInt8], keyType: Int64, keyClass: Int64) throws(SecError) -> KeyReference {
-        let key = try key(material, keyType: keyType, keyClass: keyClass)
+    /// `material` is nil for a private key: a reference carries its bytes only when it is public, and then
+    /// the bytes as parsed, never the stored blob as such.
+    static func reference(material: [UInt8], keyType: Int64, keyClass: Int64, stored: Bool = false) throws(SecError) -> KeyReference {
+        let key = try key(material, keyType: keyType, keyClass: keyClass, stored: stored)
         return KeyReference(keyType: keyType, keyClass: keyClass, sizeInBits: Int64(key.sizeInBits),
-                            publicKey: key.publicKeyBytes, material: material)
+                            publicKey: key.publicKeyBytes, material: key.isPrivate ? nil : key.publicKeyBytes)
     }
 
     /// The attributes Apple derives for a key added through `kSecValueRef` (secitem-semantics §7.1):
@@ -109,7 +113,7 @@ enum KeyMaterial {
     /// A private-key operation on a stored key's material.
     static func perform(_ operation: KeyOperation, algorithm: String, input: [UInt8], exchange: ExchangeParameters,
                         material: [UInt8], keyType: Int64, keyClass: Int64) throws(SecError) -> [UInt8] {
-        let key = try key(material, keyType: keyType, keyClass: keyClass)
+        let key = try key(material, keyType: keyType, keyClass: keyClass, stored: true)
         do {
             switch operation {
             case .sign:

@@ -47,6 +47,7 @@ extension Keychain {
     func addIdentity(certificate: CertificateReference, key: KeyReference, request: AddRequest,
                      caller: Caller) throws(SecError) -> SecValue? {
         guard key.isPrivate else { throw .param("an identity's key must be a private key") }
+        guard request.data == nil else { throw .param("kSecValueRef and kSecValueData cannot both be given") }
         var certificateRequest = AddRequest(itemClass: .certificate)
         certificateRequest.protection = request.protection
         certificateRequest.synchronizable = request.synchronizable
@@ -99,34 +100,55 @@ extension Keychain {
     }
 
     /// SecItemDelete of identities. With a reference (persistent or object): the certificate, then its
-    /// key unless another certificate still uses it. With filters: every matching certificate, then
-    /// every key joined to one.
+    /// key unless another certificate still uses it. With filters: every matching certificate that forms
+    /// an identity, then every key joined to one. Keys are found by their keyed hashes without being
+    /// opened, so this works while their class is locked, as securityd's delete does.
     func deleteIdentities(_ query: ItemQuery, caller: Caller) throws(SecError) {
         try locked { () throws(SecError) in
             let store = try store()
-            let pairs = try findIdentities(query, caller: caller, limit: nil)
-            guard !pairs.isEmpty else { throw SecError.notFound }
-            var ids = pairs.map(\.certificate.id)
-            let certificateIDs = Set(ids)
-            var keyIDs: [Int64] = []
-            for pair in pairs where !keyIDs.contains(pair.key.id) {
-                if query.persistentRef != nil || query.reference != nil {
-                    // Keep a key that another certificate still forms an identity with.
-                    var others = ItemQuery(itemClass: .certificate, limit: .all)
-                    others.attributes[SecAttr.publicKeyHash] = pair.key.attributes[SecAttr.applicationLabel]
-                    others.synchronizable = nil
-                    let sharing = try find(others, caller: caller, limit: nil).filter { !certificateIDs.contains($0.id) }
-                    if !sharing.isEmpty { continue }
-                }
-                keyIDs.append(pair.key.id)
+            var certificateQuery = query
+            certificateQuery.identity = false
+            certificateQuery.keyAttributes = [:]
+            if var ref = certificateQuery.persistentRef {
+                ref.identity = false
+                certificateQuery.persistentRef = ref
             }
-            ids += keyIDs
             do {
-                _ = try store.delete(ids: ids)
+                var pairs: [(certificate: OpenItem, keys: [Int64])] = []
+                for certificate in try find(certificateQuery, caller: caller, limit: nil) {
+                    let keys = try privateKeyIDs(for: certificate, filters: query.keyAttributes, in: store)
+                    if !keys.isEmpty { pairs.append((certificate, keys)) }
+                }
+                guard !pairs.isEmpty else { throw SecError.notFound }
+                let certificateIDs = Set(pairs.map(\.certificate.id))
+                var keyIDs: Set<Int64> = []
+                for pair in pairs {
+                    if query.persistentRef != nil || query.reference != nil {
+                        // Keep a key that another certificate still forms an identity with.
+                        var others = ItemQuery(itemClass: .certificate, limit: .all)
+                        others.attributes[SecAttr.publicKeyHash] = pair.certificate.attributes[SecAttr.publicKeyHash]
+                        others.synchronizable = nil
+                        let sharing = try store.headers(matching: filter(for: others, hashes: try queryHashes(others), limit: nil))
+                        if sharing.contains(where: { !certificateIDs.contains($0.id) }) { continue }
+                    }
+                    keyIDs.formUnion(pair.keys)
+                }
+                _ = try store.delete(ids: Array(certificateIDs) + Array(keyIDs))
             } catch {
                 throw EngineErrors.map(error)
             }
         }
+    }
+
+    /// The rows of the private keys joined to a certificate, by keyed hashes only.
+    private func privateKeyIDs(for certificate: OpenItem, filters: SecDictionary, in store: Store) throws -> [Int64] {
+        guard case .data(let hash)? = certificate.attributes[SecAttr.publicKeyHash], !hash.isEmpty else { return [] }
+        var keyQuery = ItemQuery(itemClass: .key, limit: .all)
+        keyQuery.attributes = filters
+        keyQuery.attributes[SecAttr.applicationLabel] = .data(hash)
+        keyQuery.attributes[SecAttr.keyClass] = .int(KeyReference.classPrivate)
+        keyQuery.synchronizable = nil
+        return try store.headers(matching: filter(for: keyQuery, hashes: try queryHashes(keyQuery), limit: nil)).map(\.id)
     }
 
     /// SecItemUpdate of identities: the certificate's attributes, then the key's, in one transaction.

@@ -9,19 +9,34 @@ import LatchkeyStore
 extension Keychain {
     /// SecItemAdd.
     public func add(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
-        var request = try DictionaryParser.parseAdd(dictionary)
+        let request = try DictionaryParser.parseAdd(dictionary)
         return try locked { () throws(SecError) -> SecValue? in
-            switch request.reference {
-            case .identity(let certificate, let key)?:
-                return try addIdentity(certificate: certificate, key: key, request: request, caller: caller)
-            case let reference?:
-                try resolve(reference, into: &request, caller: caller)
-            case nil:
-                break
+            let store = try store()
+            var result: SecValue?
+            do {
+                // The result is built before the transaction commits: a request whose result cannot be
+                // given (the data of a key that may not leave, say) adds nothing.
+                try store.transaction { result = try addLocked(request, caller: caller) }
+            } catch {
+                throw EngineErrors.map(error)
             }
-            guard let item = try insert(request, caller: caller, open: !request.returns.isEmpty) else { return nil }
-            return try ResultBuilder.value(for: item, returns: request.returns)
+            return result
         }
+    }
+
+    /// SecItemAdd with the keychain locked by the caller, inside a store transaction.
+    func addLocked(_ parsed: AddRequest, caller: Caller) throws(SecError) -> SecValue? {
+        var request = parsed
+        switch request.reference {
+        case .identity(let certificate, let key)?:
+            return try addIdentity(certificate: certificate, key: key, request: request, caller: caller)
+        case let reference?:
+            try resolve(reference, into: &request, caller: caller)
+        case nil:
+            break
+        }
+        guard let item = try insert(request, caller: caller, open: !request.returns.isEmpty) else { return nil }
+        return try ResultBuilder.value(for: item, returns: request.returns)
     }
 
     /// Seals and inserts one item; the opened item when `open` (for what SecItemAdd returns).
@@ -208,6 +223,23 @@ extension Keychain {
         return query
     }
 
+    /// A key that may not leave keeps its protection, sync state and kind: moving it to a weaker class
+    /// (Always, whose key is unprotected on disk) would be a way out, and relabelling it as a public key
+    /// would make its bytes look public.
+    private func checkKeptIn(_ item: OpenItem, _ changes: AttributeChanges) throws(SecError) {
+        if let protection = changes.protection, protection != item.protection {
+            throw .param("a non-extractable key keeps its accessibility (\(item.protection.pdmn))")
+        }
+        if let sync = changes.synchronizable, sync != item.row.synchronizable {
+            throw .param("a non-extractable key keeps kSecAttrSynchronizable")
+        }
+        for name in [SecAttr.keyClass, SecAttr.keyType, SecAttr.keySizeInBits] {
+            if let value = changes.attributes[name], Self.integer(value) != item.attributes[name].flatMap(Self.integer) {
+                throw .param("the class, type and size of a non-extractable key describe its bytes and cannot change")
+            }
+        }
+    }
+
     /// `kSecAttrIsExtractable` only ever goes from true to false: a key once kept in cannot be let out.
     private func checkExtractability(_ changes: AttributeChanges, _ query: ItemQuery) throws(SecError) {
         guard query.itemClass == .key, let value = changes.attributes["extr"], Self.integer(value) != 0 else { return }
@@ -247,6 +279,7 @@ extension Keychain {
     // MARK: - Update
 
     func rewrite(_ item: OpenItem, with changes: AttributeChanges, in store: Store) throws {
+        if item.itemClass == .key, !Self.isExtractable(item) { try checkKeptIn(item, changes) }
         let protection = changes.protection ?? item.protection
         let classKey = try keys.key(for: protection)
         let indexKey = try keys.requireIndexKey()

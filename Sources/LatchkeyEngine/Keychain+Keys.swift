@@ -19,7 +19,9 @@ extension Keychain {
             peer: request[KeyOperation.Field.peer]?.dataValue ?? [],
             requestedSize: request[KeyOperation.Field.requestedSize].flatMap(Self.integer).map(Int.init),
             sharedInfo: request[KeyOperation.Field.sharedInfo]?.dataValue ?? [])
-        return try locked { () throws(SecError) -> SecValue in
+        // Only opening the item needs the keychain's lock; the cryptography (an RSA-4096 signature takes
+        // a good fraction of a second) runs outside it, so it never holds up a screen lock or other callers.
+        var (material, keyType, keyClass) = try locked { () throws(SecError) -> ([UInt8], Int64, Int64) in
             var query = ItemQuery(itemClass: .key, limit: .one)
             query.persistentRef = ref
             query.synchronizable = nil
@@ -32,11 +34,11 @@ extension Keychain {
             if operation != .export, keyClass != KeyReference.classPrivate {
                 throw SecError(SecStatus.param, "\(operation.rawValue) needs a private key")
             }
-            var material = try ItemSealer.openSecret(item)
-            defer { SecretBytes.wipe(&material) }
-            return .data(try KeyMaterial.perform(operation, algorithm: algorithm, input: input, exchange: exchange,
-                                                 material: material, keyType: keyType, keyClass: keyClass))
+            return (try ItemSealer.openSecret(item), keyType, keyClass)
         }
+        defer { SecretBytes.wipe(&material) }
+        return .data(try KeyMaterial.perform(operation, algorithm: algorithm, input: input, exchange: exchange,
+                                             material: material, keyType: keyType, keyClass: keyClass))
     }
 
     /// `SecKeyCreateRandomKey` for a key stored at once: the private key is made here and never leaves;
@@ -61,27 +63,30 @@ extension Keychain {
         var (material, publicKey) = try KeyMaterial.generate(keyType: type, sizeInBits: size)
         var privateMaterial = material.withUnsafeBytes { Array($0) }
         defer { SecretBytes.wipe(&privateMaterial) }
+        material = SecretBytes(count: 0)
         let privateRef = KeyReference(keyType: type, keyClass: KeyReference.classPrivate, sizeInBits: size,
                                       publicKey: publicKey, material: privateMaterial)
-        let added = try add(Self.addDictionary(privateParameters, .key(privateRef), returning: SecKeys.returnRef),
-                            caller: caller)
-        guard case .dictionary(let fields)? = added, let reference = fields[SecKeys.valueRef],
-              let persistentRef = fields[SecKeys.valuePersistentRef] else {
-            throw SecError(SecStatus.internalComponent, "the new key has no reference")
-        }
-        if Self.isPermanent(publicParameters) {
-            let publicRef = KeyReference(keyType: type, keyClass: KeyReference.classPublic, sizeInBits: size,
-                                         publicKey: publicKey, material: publicKey)
+        let publicRef = KeyReference(keyType: type, keyClass: KeyReference.classPublic, sizeInBits: size,
+                                     publicKey: publicKey, material: publicKey)
+        var privateRequest = try DictionaryParser.parseAdd(Self.addDictionary(privateParameters, .key(privateRef)))
+        privateRequest.returns.ref = true
+        let publicRequest = Self.isPermanent(publicParameters)
+            ? try DictionaryParser.parseAdd(Self.addDictionary(publicParameters, .key(publicRef))) : nil
+        // Both halves or neither: one transaction.
+        return try locked { () throws(SecError) -> SecValue in
+            let store = try store()
+            var reference: SecValue?
             do {
-                _ = try add(Self.addDictionary(publicParameters, .key(publicRef), returning: nil), caller: caller)
+                try store.transaction {
+                    reference = try addLocked(privateRequest, caller: caller)
+                    if let publicRequest { _ = try addLocked(publicRequest, caller: caller) }
+                }
             } catch {
-                // Both or neither: take the private key back out.
-                try? delete([SecKeys.valuePersistentRef: persistentRef], caller: caller)
-                throw error
+                throw EngineErrors.map(error)
             }
+            guard let reference else { throw SecError(SecStatus.internalComponent, "the new key has no reference") }
+            return reference
         }
-        material = SecretBytes(count: 0)
-        return reference
     }
 
     // MARK: - References in add and query dictionaries
@@ -97,13 +102,25 @@ extension Keychain {
             derived = try KeyMaterial.attributes(ofCertificate: certificate.der)
             request.data = certificate.der
         case .key(let key):
-            let (material, storedExtractable) = try keyMaterial(of: key, caller: caller)
-            var checked = try KeyMaterial.reference(material: material, keyType: key.keyType, keyClass: key.keyClass)
-            // A key copied from an item keeps that item's restriction, whatever the reference or the
-            // caller's attributes claim.
-            checked.extractable = key.extractable && storedExtractable
+            let (material, source) = try keyMaterial(of: key, caller: caller)
+            var checked = try KeyMaterial.reference(material: material, keyType: key.keyType, keyClass: key.keyClass,
+                                                    stored: source != nil)
+            checked.extractable = key.extractable && (source.map(Self.isExtractable) ?? true)
             derived = KeyMaterial.attributes(of: checked)
-            if !checked.extractable { forced["extr"] = .int(0) }
+            // What the bytes are is not the caller's to say.
+            for name in [SecAttr.keyClass, SecAttr.keyType, SecAttr.keySizeInBits] { forced[name] = derived[name] }
+            if !checked.extractable {
+                forced["extr"] = .int(0)
+                // A key that may not leave keeps its item's protection: a copy in a weaker class (Always,
+                // whose key is on disk unprotected) would be a way out.
+                if let source {
+                    if let asked = request.protection, asked != source.protection {
+                        throw .param("a non-extractable key keeps its accessibility (\(source.protection.pdmn))")
+                    }
+                    request.protection = source.protection
+                    request.synchronizable = source.row.synchronizable
+                }
+            }
             request.data = material
         case .identity:
             throw .param("an identity is added as its certificate and its key")
@@ -115,9 +132,9 @@ extension Keychain {
     }
 
     /// The external representation of a key named by a reference: the bytes it carries, or those of the
-    /// keychain item holding it (which must be readable), and whether that item lets the key out.
-    private func keyMaterial(of key: KeyReference, caller: Caller) throws(SecError) -> ([UInt8], extractable: Bool) {
-        if let material = key.material { return (material, true) }
+    /// keychain item holding it (which must be readable), and that item.
+    private func keyMaterial(of key: KeyReference, caller: Caller) throws(SecError) -> ([UInt8], source: OpenItem?) {
+        if let material = key.material { return (material, nil) }
         guard let refBytes = key.persistentRef, let ref = PersistentRef(bytes: refBytes), ref.itemClass == .key else {
             throw .param("the key reference names no key")
         }
@@ -133,7 +150,7 @@ extension Keychain {
             item = try find(same, caller: caller, limit: 1).first
         }
         guard let item else { throw SecError(SecStatus.itemNotFound, "the key is no longer in the keychain") }
-        return (try ItemSealer.openSecret(item), Self.isExtractable(item))
+        return (try ItemSealer.openSecret(item), item)
     }
 
     /// The attributes a query's `kSecValueRef` implies, for matching, as Apple infers them from the
@@ -165,12 +182,16 @@ extension Keychain {
         case .int(let n): n
         case .bool(let b): b ? 1 : 0
         case .string(let s): Int64(s)
+        case .double(let d): Int64(exactly: d)
         default: nil
         }
     }
 
+    /// Whether a key item may be exported: yes without the attribute (Apple's default), otherwise only
+    /// when it says 1; anything unreadable counts as no.
     static func isExtractable(_ item: OpenItem) -> Bool {
-        item.attributes["extr"].flatMap(integer) != 0
+        guard let value = item.attributes["extr"] else { return true }
+        return integer(value) == 1
     }
 
     /// Top-level parameters overlaid with one half's sub-dictionary.
@@ -191,17 +212,14 @@ extension Keychain {
 
     /// The SecItemAdd dictionary for a generated half: its reference plus the attributes the caller
     /// gave for it (generation-only keys removed; type and size come from the key itself).
-    private static func addDictionary(_ parameters: SecDictionary, _ reference: ItemReference,
-                                      returning: String?) -> SecDictionary {
-        var dictionary = parameters
-        for name in [SecAttr.keyType, SecAttr.keySizeInBits, SecKeys.itemClass] { dictionary[name] = nil }
-        dictionary = dictionary.filter { DictionaryParser.isAttributeKey($0.key) || $0.key.hasPrefix("u_") }
+    private static func addDictionary(_ parameters: SecDictionary, _ reference: ItemReference) -> SecDictionary {
+        var dictionary = parameters.filter { DictionaryParser.isAttributeKey($0.key) || $0.key.hasPrefix("u_") }
+        // Type, class and size come from the key itself.
+        for name in [SecAttr.keyType, SecAttr.keySizeInBits, SecAttr.keyClass, SecAttr.effectiveKeySize] {
+            dictionary[name] = nil
+        }
         dictionary[SecKeys.itemClass] = .string(SecKeys.classKey)
         dictionary[SecKeys.valueRef] = reference.secValue
-        if let returning {
-            dictionary[returning] = .bool(true)
-            dictionary[SecKeys.returnPersistentRef] = .bool(true)
-        }
         return dictionary
     }
 }

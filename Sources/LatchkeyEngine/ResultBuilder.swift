@@ -10,12 +10,10 @@ enum ResultBuilder {
             if returns.data { result[SecKeys.valueData] = .data(try data(of: item)) }
             if returns.persistentRef { result[SecKeys.valuePersistentRef] = .data(persistentRef(item)) }
             if returns.ref {
-                if let reference = try reference(for: item) {
-                    result[SecKeys.valueRef] = reference.secValue
-                } else {
-                    // Passwords have no object form, so a requested ref adds only the class, as securityd does.
-                    result[SecKeys.itemClass] = .string(item.itemClass.name)
-                }
+                // securityd adds the class when a ref is asked for; passwords have no object form, so for
+                // them that is all a ref adds.
+                result[SecKeys.itemClass] = .string(item.itemClass.name)
+                if let reference = try reference(for: item) { result[SecKeys.valueRef] = reference.secValue }
             }
             return .dictionary(result)
         }
@@ -41,7 +39,10 @@ enum ResultBuilder {
             }
             if returns.data { result[SecKeys.valueData] = .data(try data(of: pair.key)) }
             if returns.persistentRef { result[SecKeys.valuePersistentRef] = .data(ref) }
-            if returns.ref { result[SecKeys.valueRef] = try reference() }
+            if returns.ref {
+                result[SecKeys.itemClass] = .string(SecKeys.classIdentity)
+                result[SecKeys.valueRef] = try reference()
+            }
             return .dictionary(result)
         }
         if returns.data { return .data(try data(of: pair.key)) }
@@ -83,10 +84,9 @@ enum ResultBuilder {
         let keyType = item.attributes[SecAttr.keyType].flatMap(Keychain.integer) ?? 0
         var material = try ItemSealer.openSecret(item)
         defer { SecretBytes.wipe(&material) }
-        var reference = try KeyMaterial.reference(material: material, keyType: keyType, keyClass: keyClass)
+        var reference = try KeyMaterial.reference(material: material, keyType: keyType, keyClass: keyClass, stored: true)
         reference.persistentRef = persistentRef(item)
         reference.extractable = Keychain.isExtractable(item)
-        if reference.isPrivate { reference.material = nil }
         return reference
     }
 }

@@ -170,7 +170,10 @@ public enum DictionaryParser {
         } else {
             throw .param("kSecClass is missing")
         }
-        if let reference, reference.className != name {
+        // An identity query may name its certificate (Apple's client turns it into the certificate's
+        // attributes); otherwise the reference's class must be the dictionary's.
+        if let reference, reference.className != name,
+           !(name == SecKeys.classIdentity && reference.className == SecKeys.classCertificate) {
             throw .param("kSecValueRef is a \(reference.className) reference but kSecClass is '\(name)'")
         }
         if name == SecKeys.classIdentity {

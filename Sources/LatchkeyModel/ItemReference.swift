@@ -170,7 +170,8 @@ extension ItemReference {
         let material = fields[SecKeys.valueData]?.dataValue
         let ref = fields[SecKeys.valuePersistentRef]?.dataValue
         guard material != nil || ref != nil else { throw .param("a key reference names neither key bytes nor an item") }
-        let extractable = fields[Field.extractable].map { $0 != .int(0) } ?? true
+        // Fails closed: anything but 1 (or true) means the key may not be exported.
+        let extractable = fields[Field.extractable].map { $0 == .int(1) || $0 == .bool(true) } ?? true
         return KeyReference(keyType: type, keyClass: keyClass, sizeInBits: size, publicKey: publicKey,
                             material: material, persistentRef: ref, extractable: extractable)
     }

@@ -37,6 +37,13 @@ struct LatchkeyCLI: ParsableCommand {
             FindInternetPassword.self,
             DeleteInternetPassword.self,
             DumpKeychain.self,
+            ImportCommand.self,
+            ExportCommand.self,
+            FindCertificate.self,
+            FindIdentity.self,
+            FindKey.self,
+            DeleteCertificate.self,
+            GenerateKey.self,
             VersionCommand.self,
         ]
     )

@@ -246,8 +246,11 @@ final class CertificateTests: AgentTestCase {
             XCTAssertEqual(SecItemAdd([kSecValueRef: identity] as NSDictionary, nil), errSecSuccess)
             XCTAssertEqual(SecItemCopyMatching(identityQuery, nil), errSecSuccess)
             XCTAssertEqual(SecItemAdd([kSecValueRef: identity] as NSDictionary, nil), errSecDuplicateItem, "both halves present")
-            // ...and deleting by identity removes both halves.
+            // ...and deleting by identity removes both halves, even while the key's class is locked.
+            try KeychainControl.lock(all: false)
+            XCTAssertEqual(SecItemCopyMatching(identityQuery, nil), errSecInteractionNotAllowed)
             XCTAssertEqual(SecItemDelete([kSecValueRef: identity] as NSDictionary), errSecSuccess)
+            try KeychainControl.unlock(password: .init(copying: Array("pw".utf8)))
             XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassKey, kSecAttrLabel: "key \(name)"] as NSDictionary, nil),
                            errSecItemNotFound)
             XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate] as NSDictionary, nil), errSecItemNotFound)

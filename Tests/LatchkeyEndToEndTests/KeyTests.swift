@@ -146,6 +146,16 @@ final class KeyTests: AgentTestCase {
         withData[kSecReturnData] = true
         XCTAssertEqual(SecItemCopyMatching(withData, &data), errSecDataNotAvailable)
         XCTAssertEqual(SecItemUpdate(query, [kSecAttrIsExtractable: true] as NSDictionary), errSecParam)
+        // Nor may it move to a weaker class (Always: its class key is on disk unprotected) or pass for a
+        // public key.
+        XCTAssertEqual(SecItemUpdate(query, [kSecAttrAccessible: kSecAttrAccessibleAlways] as NSDictionary), errSecParam)
+        XCTAssertEqual(SecItemUpdate(query, [kSecAttrKeyClass: kSecAttrKeyClassPublic] as NSDictionary), errSecParam)
+        XCTAssertEqual(SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: Data("moved".utf8),
+                                   kSecAttrAccessible: kSecAttrAccessibleAlways] as NSDictionary, nil), errSecParam)
+        XCTAssertEqual(SecItemUpdate(query, [kSecAttrLabel: "renamed"] as NSDictionary), errSecSuccess, "other attributes may change")
+        // An add whose result cannot be given adds nothing.
+        XCTAssertEqual(SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: Data("copy".utf8), kSecReturnData: true] as NSDictionary,
+                                  &data), errSecDataNotAvailable)
         // Copying it into a new item through its reference keeps the restriction.
         XCTAssertEqual(SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: Data("copy".utf8),
                                    kSecAttrIsExtractable: true] as NSDictionary, nil), errSecSuccess)

@@ -1,0 +1,116 @@
+import Foundation
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeySecrets
+
+// Apple's SecPKCS12Import and its keys (SecImportExport.h), with Apple's string values
+// (SecImportExport.c).
+
+/// Apple's `kSecImportExportPassphrase` ("passphrase"): the PKCS#12 file's password, a CFString.
+nonisolated(unsafe) public let kSecImportExportPassphrase: CFString = "passphrase"
+/// Apple's `kSecImportToMemoryOnly` ("memory"). latchkey's SecPKCS12Import never adds to the keychain,
+/// so the option is accepted and changes nothing.
+nonisolated(unsafe) public let kSecImportToMemoryOnly: CFString = "memory"
+/// Apple's `kSecImportItemLabel` ("label"): the identity's friendly name, when the file has one.
+nonisolated(unsafe) public let kSecImportItemLabel: CFString = "label"
+/// Apple's `kSecImportItemKeyID` ("keyid"): the SHA-1 of the private key's public key bytes, which is
+/// the key's `kSecAttrApplicationLabel` and its certificate's `kSecAttrPublicKeyHash`.
+nonisolated(unsafe) public let kSecImportItemKeyID: CFString = "keyid"
+/// Apple's `kSecImportItemTrust` ("trust"). latchkey has no SecTrust, so results never hold it.
+nonisolated(unsafe) public let kSecImportItemTrust: CFString = "trust"
+/// Apple's `kSecImportItemCertChain` ("chain"): the certificates, leaf first.
+nonisolated(unsafe) public let kSecImportItemCertChain: CFString = "chain"
+/// Apple's `kSecImportItemIdentity` ("identity"): a `SecIdentity`.
+nonisolated(unsafe) public let kSecImportItemIdentity: CFString = "identity"
+
+/// Reads a PKCS#12 (`.p12`, `.pfx`) file (Apple's `SecPKCS12Import`).
+///
+/// `items` receives an array with one dictionary per identity: `kSecImportItemIdentity` (a
+/// `SecIdentity` whose private key this process holds), `kSecImportItemCertChain` (its certificate
+/// first, then the issuers found in the file, each signed by the next), `kSecImportItemKeyID` and,
+/// when the file names the identity, `kSecImportItemLabel`. Certificates of the file that are in no
+/// identity's chain come last, in one dictionary holding only `kSecImportItemCertChain`, as macOS
+/// returns them (iOS drops them). There is no `kSecImportItemTrust`: latchkey has no SecTrust.
+///
+/// Nothing is added to the keychain: add the identity with `SecItemAdd` and `kSecValueRef`
+/// ("Import, Then Add"). The passphrase is `kSecImportExportPassphrase`, a CFString; as an
+/// extension, a CFData of UTF-8 bytes is accepted too, so that a caller can wipe it afterwards. A
+/// missing passphrase is the empty one.
+///
+/// - Returns: errSecSuccess; errSecAuthFailed (-25293) when the passphrase is wrong; errSecDecode
+///   (-26275) when the data is not a PKCS#12 file or holds a key latchkey cannot use (RSA and EC
+///   P-256/384/521 are supported); errSecParam for a passphrase of another type.
+///   `LatchkeyDiagnostics.lastErrorDetail` says more.
+///
+/// OpenSSL reads one private key per file, so a file with several keys gives the first identity only.
+public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ items: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+    // As Apple's, a failed call leaves `items` untouched.
+    let contents: PKCS12.Contents
+    do throws(SecError) {
+        let passphrase = try importPassphrase(options)
+        do {
+            contents = try PKCS12.parse(der: Array(pkcs12_data as Data), password: passphrase)
+        } catch .wrongPassword {
+            throw SecError(SecStatus.authFailed, "the PKCS#12 passphrase is wrong")
+        } catch .unsupported(let why) {
+            throw SecError(SecStatus.decode, "the PKCS#12 file holds a key latchkey cannot use: \(why)")
+        } catch .invalidInput(let why) {
+            throw SecError(SecStatus.decode, why)
+        } catch {
+            throw SecError(SecStatus.decode, "the PKCS#12 file could not be read: \(error)")
+        }
+    } catch {
+        LastError.record(error.detail)
+        return error.status
+    }
+
+    var results: [NSDictionary] = []
+    var unused = contents.additional
+    if let key = contents.key, key.isPrivate, let leaf = contents.certificate,
+       leaf.publicKeyBytes == key.publicKeyBytes {
+        let chain = [leaf] + issuerChain(of: leaf, from: &unused)
+        let certificates = chain.map { SecCertificate($0) }
+        let identity = SecIdentity(certificate: certificates[0], privateKey: SecKey(local: key))
+        let entry = NSMutableDictionary()
+        entry[kSecImportItemIdentity] = identity
+        entry[kSecImportItemCertChain] = NSArray(array: certificates)
+        entry[kSecImportItemKeyID] = NSData(data: Data(key.applicationLabel))
+        if let name = contents.friendlyName { entry[kSecImportItemLabel] = NSString(string: name) }
+        results.append(entry)
+    } else if let certificate = contents.certificate {
+        // A key without its certificate makes no identity (Apple drops it too); the certificate is
+        // returned with the others.
+        unused.insert(certificate, at: 0)
+    }
+    if !unused.isEmpty {
+        results.append([kSecImportItemCertChain: NSArray(array: unused.map { SecCertificate($0) })] as NSDictionary)
+    }
+    LastError.record(nil)
+    items.pointee = NSArray(array: results)
+    return errSecSuccess
+}
+
+/// The passphrase option as bytes in wiping storage.
+private func importPassphrase(_ options: CFDictionary) throws(SecError) -> SecretBytes {
+    let dictionary = options as NSDictionary
+    guard let value = dictionary[kSecImportExportPassphrase as String] else { return SecretBytes(count: 0) }
+    switch value {
+    case let string as String: return SecretBytes(copying: Array(string.utf8))
+    case let data as Data: return SecretBytes(copying: data)
+    default: throw .param("kSecImportExportPassphrase must be a string")
+    }
+}
+
+/// The issuers of `certificate` among `candidates`, nearest first, each the issuer of the one before
+/// (matched by normalised Name, as the keychain compares them), up to a self-issued certificate.
+/// Certificates used are removed from `candidates`.
+private func issuerChain(of certificate: X509Certificate, from candidates: inout [X509Certificate]) -> [X509Certificate] {
+    var chain: [X509Certificate] = []
+    var current = certificate
+    while current.normalizedIssuer != current.normalizedSubject,
+          let index = candidates.firstIndex(where: { $0.normalizedSubject == current.normalizedIssuer }) {
+        current = candidates.remove(at: index)
+        chain.append(current)
+    }
+    return chain
+}
