@@ -16,8 +16,9 @@ import LatchkeyWire
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     secKeyCall(error) { () throws(SecError) -> SecKey in
         let dictionary = try ValueBridge.dictionary(parameters)
-        let permanentPrivate = isPermanent(dictionary, SecKeys.privateKeyAttributes)
-        let permanentPublic = isPermanent(dictionary, SecKeys.publicKeyAttributes)
+        let publicParameters = try KeyGeneration.parameters(dictionary, half: SecKeys.publicKeyAttributes)
+        let permanentPrivate = KeyGeneration.isPermanent(try KeyGeneration.parameters(dictionary, half: SecKeys.privateKeyAttributes))
+        let permanentPublic = KeyGeneration.isPermanent(publicParameters)
         if permanentPrivate {
             guard let value = try agentCall(.generateKey(dictionary)),
                   case .key(let reference) = try ItemReference(value) else {
@@ -25,8 +26,8 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
             }
             return try SecKey(reference: reference)
         }
-        let type = dictionary[SecAttr.keyType].flatMap(integerValue)
-        guard let size = dictionary[SecAttr.keySizeInBits].flatMap(integerValue) else {
+        let type = dictionary[SecAttr.keyType]?.integerValue
+        guard let size = dictionary[SecAttr.keySizeInBits]?.integerValue else {
             throw .param("kSecAttrKeySizeInBits is missing or not a number")
         }
         let key: AsymmetricKey
@@ -46,7 +47,7 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         let privateKey = SecKey(local: key)
         if permanentPublic {
             // Only the public half is stored (its private half stays with the caller).
-            var add = merged(dictionary, SecKeys.publicKeyAttributes).filter { DictionaryParser.isAttributeKey($0.key) }
+            var add = publicParameters.filter { DictionaryParser.isAttributeKey($0.key) }
             for name in [SecAttr.keyType, SecAttr.keySizeInBits] { add[name] = nil }
             add[SecKeys.itemClass] = .string(SecKeys.classKey)
             add[SecKeys.valueRef] = ItemReference.key(KeyReference(
@@ -179,12 +180,12 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
     secKeyCall(error) { () throws(SecError) -> SecKey in
         let dictionary = try ValueBridge.dictionary(attributes)
         let algorithm: AsymmetricKey.Algorithm
-        switch dictionary[SecAttr.keyType].flatMap(integerValue) {
+        switch dictionary[SecAttr.keyType]?.integerValue {
         case KeyReference.typeRSA?: algorithm = .rsa
         case KeyReference.typeEC?: algorithm = .ec
         default: throw SecError.param("kSecAttrKeyType is missing or not RSA or EC")
         }
-        let keyClass = dictionary[SecAttr.keyClass].flatMap(integerValue)
+        let keyClass = dictionary[SecAttr.keyClass]?.integerValue
         guard keyClass == KeyReference.classPublic || keyClass == KeyReference.classPrivate else {
             throw SecError.param("kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate")
         }
@@ -196,7 +197,7 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
             throw SecError(SecStatus.param, "the key data is not a \(algorithm == .rsa ? "RSA" : "EC") "
                            + "\(keyClass == KeyReference.classPrivate ? "private" : "public") key: \(error)")
         }
-        if let size = dictionary[SecAttr.keySizeInBits].flatMap(integerValue), size != Int64(key.sizeInBits) {
+        if let size = dictionary[SecAttr.keySizeInBits]?.integerValue, size != Int64(key.sizeInBits) {
             throw SecError.param("kSecAttrKeySizeInBits is \(size) but the key has \(key.sizeInBits) bits")
         }
         return SecKey(local: key)
@@ -250,7 +251,7 @@ public func SecKeyCopyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKe
             throw unsupported(algorithm, .keyExchange, privateKey)
         }
         let options = try ValueBridge.dictionary(parameters)
-        let requestedSize = options["requestedSize"].flatMap(integerValue).map(Int.init)
+        let requestedSize = options["requestedSize"]?.integerValue.map(Int.init)
         let sharedInfo = options["sharedInfo"]?.dataValue ?? []
         let peer = try publicKey.publicHalf()
         if let local = privateKey.local {
@@ -294,28 +295,4 @@ private func agentOperation(_ key: SecKey, _ operation: KeyOperation, _ algorith
 
 private func unsupported(_ algorithm: SecKeyAlgorithm, _ operation: SecKeyOperationType, _ key: SecKey) -> SecError {
     SecError(SecStatus.unimplemented, "algorithm \(algorithm.name) is not supported for \(operation) by \(key)")
-}
-
-func integerValue(_ value: SecValue) -> Int64? {
-    switch value {
-    case .int(let n): n
-    case .bool(let b): b ? 1 : 0
-    case .string(let s): Int64(s)
-    case .double(let d) where d == d.rounded(): Int64(exactly: d)
-    default: nil
-    }
-}
-
-private func merged(_ parameters: SecDictionary, _ key: String) -> SecDictionary {
-    var result = parameters
-    result[SecKeys.privateKeyAttributes] = nil
-    result[SecKeys.publicKeyAttributes] = nil
-    if case .dictionary(let entries)? = parameters[key] {
-        for (name, value) in entries { result[name] = value }
-    }
-    return result
-}
-
-private func isPermanent(_ parameters: SecDictionary, _ half: String) -> Bool {
-    merged(parameters, half)["perm"].flatMap(integerValue) == 1
 }

@@ -15,6 +15,17 @@ extension Keychain {
     /// The identities a query matches: certificates by the certificate filters, each joined to a
     /// private key that also matches the key filters.
     func findIdentities(_ query: ItemQuery, caller: Caller, limit: Int?) throws(SecError) -> [IdentityPair] {
+        var pairs: [IdentityPair] = []
+        for certificate in try find(Self.certificateHalf(of: query), caller: caller, limit: nil) {
+            guard let key = try privateKey(for: certificate, filters: query.keyAttributes, caller: caller) else { continue }
+            pairs.append(IdentityPair(certificate: certificate, key: key))
+            if let limit, pairs.count >= limit { break }
+        }
+        return pairs
+    }
+
+    /// An identity query's certificate half: its certificate filters (and persistent reference).
+    private static func certificateHalf(of query: ItemQuery) -> ItemQuery {
         var certificateQuery = query
         certificateQuery.identity = false
         certificateQuery.keyAttributes = [:]
@@ -22,13 +33,7 @@ extension Keychain {
             ref.identity = false
             certificateQuery.persistentRef = ref
         }
-        var pairs: [IdentityPair] = []
-        for certificate in try find(certificateQuery, caller: caller, limit: nil) {
-            guard let key = try privateKey(for: certificate, filters: query.keyAttributes, caller: caller) else { continue }
-            pairs.append(IdentityPair(certificate: certificate, key: key))
-            if let limit, pairs.count >= limit { break }
-        }
-        return pairs
+        return certificateQuery
     }
 
     private func privateKey(for certificate: OpenItem, filters: SecDictionary, caller: Caller) throws(SecError) -> OpenItem? {
@@ -106,16 +111,9 @@ extension Keychain {
     func deleteIdentities(_ query: ItemQuery, caller: Caller) throws(SecError) {
         try locked { () throws(SecError) in
             let store = try store()
-            var certificateQuery = query
-            certificateQuery.identity = false
-            certificateQuery.keyAttributes = [:]
-            if var ref = certificateQuery.persistentRef {
-                ref.identity = false
-                certificateQuery.persistentRef = ref
-            }
             do {
                 var pairs: [(certificate: OpenItem, keys: [Int64])] = []
-                for certificate in try find(certificateQuery, caller: caller, limit: nil) {
+                for certificate in try find(Self.certificateHalf(of: query), caller: caller, limit: nil) {
                     let keys = try privateKeyIDs(for: certificate, filters: query.keyAttributes, in: store)
                     if !keys.isEmpty { pairs.append((certificate, keys)) }
                 }

@@ -55,9 +55,9 @@ extension Keychain {
         if parameters[SecAttr.tokenID] != nil {
             throw SecError(SecStatus.unimplemented, "kSecAttrTokenID: this keychain has no Secure Enclave or token")
         }
-        let privateParameters = try Self.merged(parameters, SecKeys.privateKeyAttributes)
-        let publicParameters = try Self.merged(parameters, SecKeys.publicKeyAttributes)
-        guard Self.isPermanent(privateParameters) else {
+        let privateParameters = try KeyGeneration.parameters(parameters, half: SecKeys.privateKeyAttributes)
+        let publicParameters = try KeyGeneration.parameters(parameters, half: SecKeys.publicKeyAttributes)
+        guard KeyGeneration.isPermanent(privateParameters) else {
             throw .param("generateKey stores the private key: kSecAttrIsPermanent must be true for it")
         }
         var (material, publicKey) = try KeyMaterial.generate(keyType: type, sizeInBits: size)
@@ -70,7 +70,7 @@ extension Keychain {
                                      publicKey: publicKey, material: publicKey)
         var privateRequest = try DictionaryParser.parseAdd(Self.addDictionary(privateParameters, .key(privateRef)))
         privateRequest.returns.ref = true
-        let publicRequest = Self.isPermanent(publicParameters)
+        let publicRequest = KeyGeneration.isPermanent(publicParameters)
             ? try DictionaryParser.parseAdd(Self.addDictionary(publicParameters, .key(publicRef))) : nil
         // Both halves or neither: one transaction.
         return try locked { () throws(SecError) -> SecValue in
@@ -177,15 +177,7 @@ extension Keychain {
 
     // MARK: - Helpers
 
-    static func integer(_ value: SecValue) -> Int64? {
-        switch value {
-        case .int(let n): n
-        case .bool(let b): b ? 1 : 0
-        case .string(let s): Int64(s)
-        case .double(let d): Int64(exactly: d)
-        default: nil
-        }
-    }
+    static func integer(_ value: SecValue) -> Int64? { value.integerValue }
 
     /// Whether a key item may be exported: yes without the attribute (Apple's default), otherwise only
     /// when it says 1; anything unreadable counts as no.
@@ -194,21 +186,6 @@ extension Keychain {
         return integer(value) == 1
     }
 
-    /// Top-level parameters overlaid with one half's sub-dictionary.
-    private static func merged(_ parameters: SecDictionary, _ key: String) throws(SecError) -> SecDictionary {
-        var result = parameters
-        result[SecKeys.privateKeyAttributes] = nil
-        result[SecKeys.publicKeyAttributes] = nil
-        if let sub = parameters[key] {
-            guard case .dictionary(let entries) = sub else { throw .param("'\(key)' must be a dictionary") }
-            for (name, value) in entries { result[name] = value }
-        }
-        return result
-    }
-
-    private static func isPermanent(_ parameters: SecDictionary) -> Bool {
-        parameters["perm"].flatMap(integer) == 1
-    }
 
     /// The SecItemAdd dictionary for a generated half: its reference plus the attributes the caller
     /// gave for it (generation-only keys removed; type and size come from the key itself).

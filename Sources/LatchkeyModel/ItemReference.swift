@@ -207,3 +207,39 @@ public enum KeyOperation: String, Sendable, CaseIterable {
         public static let sharedInfo = "info"
     }
 }
+
+/// `SecKeyCreateRandomKey`'s parameters, shared by the library (which generates keys that are not
+/// stored) and the agent (which generates those that are).
+public enum KeyGeneration {
+    /// The parameters for one half: the top level overlaid with `kSecPrivateKeyAttrs` or
+    /// `kSecPublicKeyAttrs` (`half`), as Apple documents; errSecParam when the half is not a dictionary.
+    public static func parameters(_ parameters: SecDictionary, half: String) throws(SecError) -> SecDictionary {
+        var result = parameters
+        result[SecKeys.privateKeyAttributes] = nil
+        result[SecKeys.publicKeyAttributes] = nil
+        if let sub = parameters[half] {
+            guard case .dictionary(let entries) = sub else { throw .param("'\(half)' must be a dictionary") }
+            for (name, value) in entries { result[name] = value }
+        }
+        return result
+    }
+
+    /// Whether a half's merged parameters say `kSecAttrIsPermanent`.
+    public static func isPermanent(_ parameters: SecDictionary) -> Bool {
+        parameters["perm"]?.integerValue == 1
+    }
+}
+
+extension SecValue {
+    /// The value as an integer where Apple's number coercion gives one: a number (an integral double
+    /// too), a boolean (0/1) or a string such as "73" (`kSecAttrKeyTypeEC`).
+    public var integerValue: Int64? {
+        switch self {
+        case .int(let n): n
+        case .bool(let b): b ? 1 : 0
+        case .string(let s): Int64(s)
+        case .double(let d): Int64(exactly: d)
+        default: nil
+        }
+    }
+}
