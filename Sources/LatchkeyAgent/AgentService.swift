@@ -100,9 +100,18 @@ public final class AgentService: Sendable {
                 AgentLog.info("login session opened (\(count) open)")
                 return .ok(nil)
             case .sessionClose(let token):
-                if let remaining = sessions.close(token), remaining == 0 {
+                switch sessions.close(token) {
+                case 0?:
                     keychain.lock(all: true)
                     AgentLog.info("last login session closed: locked all password classes")
+                case nil where sessions.count == 0:
+                    // A session this agent never saw open (it was restarted since the login) ended, and
+                    // none is known to be open: lock rather than stay unlocked after a logout.
+                    keychain.lock(all: true)
+                    AgentLog.info("a login session opened before this agent started closed, and no other is "
+                                  + "known: locked all password classes")
+                default:
+                    break
                 }
                 return .ok(nil)
             }

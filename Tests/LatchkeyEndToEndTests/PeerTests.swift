@@ -135,6 +135,16 @@ final class PeerTests: AgentTestCase {
         XCTAssertEqual(try ask(.sessionClose(token: token)).status, 0)
         let locked = try run(asNobody + ["status"])
         XCTAssertTrue(locked.out.range(of: #"AfterFirstUnlock\s+ck\s+locked"#, options: .regularExpression) != nil, locked.out)
+
+        // An agent started after the login (restarted, then unlocked again) knows no session: the close
+        // of one it never saw open still locks, rather than leave the keychain open after the logout.
+        XCTAssertEqual(try ask(.keyHandoff(masterKey: master, deviceFactor: factor)).status, 0)
+        let reopened = try run(asNobody + ["status"])
+        XCTAssertFalse(reopened.out.contains("login sessions"), reopened.out)
+        XCTAssertTrue(reopened.out.range(of: #"AfterFirstUnlock\s+ck\s+unlocked"#, options: .regularExpression) != nil, reopened.out)
+        XCTAssertEqual(try ask(.sessionClose(token: [UInt8](repeating: 9, count: 16))).status, 0)
+        let relocked = try run(asNobody + ["status"])
+        XCTAssertTrue(relocked.out.range(of: #"AfterFirstUnlock\s+ck\s+locked"#, options: .regularExpression) != nil, relocked.out)
     }
 
     /// Runs a command through PATH; returns exit status, stdout and stderr.
