@@ -16,20 +16,35 @@ import Glibc
 /// with `GetNameOwner` and `NameOwnerChanged`); anything else is ignored and logged at `.debug`, because any
 /// client can emit these signals. An `.unlocked` event is a hint, never authentication (see `LockEvent`).
 ///
-/// A bus that cannot be reached is logged once and skipped. A bus that disconnects later is logged once and
-/// no longer watched; there is no reconnection (the system bus going away means the machine is shutting
-/// down, the session bus going away means the session ended). logind restarting on a live bus is handled.
+/// A bus that cannot be reached, or that goes away later (a session bus restarted by a new login while
+/// the agent lives on; dbus-broker restarting), is logged once and tried again in the background, every
+/// `retry.initial` seconds doubling up to `retry.maximum`, until it is back: then it is logged once more
+/// and watched as before. logind restarting on a live bus is handled by `LogindWatch` itself.
 ///
-/// Threading: each bus has its own loop thread. `onEvent` and `log` run on those threads: events from one
-/// bus arrive in order, but the two buses may call concurrently. Both callbacks must return quickly.
-/// The watcher's methods may be called from any other thread.
+/// Threading: each bus has its own loop thread, and a supervisor thread that reconnects it. `onEvent`
+/// and `log` run on those threads: events from one bus arrive in order, but the two buses may call
+/// concurrently. Both callbacks must return quickly. The watcher's methods may be called from any other
+/// thread.
 public final class LockWatcher: Sendable {
     /// How much a log line matters: `.debug` is per-signal detail (ignored and spoofed signals).
     public enum LogLevel: Sendable, Equatable {
         case debug, info, warning
     }
 
-    private let connections: [BusConnection]
+    /// When to try a lost or missing bus again.
+    public struct Retry: Sendable, Equatable {
+        /// Seconds before the first new attempt.
+        public var initial: Double
+        /// The longest wait between attempts.
+        public var maximum: Double
+
+        public init(initial: Double = 1, maximum: Double = 30) {
+            self.initial = initial
+            self.maximum = maximum
+        }
+    }
+
+    private let buses: [WatchedBus]
     private let readiness: Readiness
 
     /// Starts watching. Connecting blocks briefly (until each bus daemon answers `Hello`); the initial
@@ -39,14 +54,14 @@ public final class LockWatcher: Sendable {
     ///   - systemBus: where logind is watched; `.system` by default, nil to skip.
     ///   - sessionBus: where the screen savers are watched; `.session` by default, nil to skip.
     ///   - uid: whose logind sessions count (default: the caller's real uid).
+    ///   - retry: when a lost or missing bus is tried again.
     ///   - onEvent: receives each lock, unlock, sleep and resume event.
     ///   - log: receives diagnostics; never given a secret.
     public init(systemBus: BusEndpoint? = .system, sessionBus: BusEndpoint? = .session, uid: uid_t = getuid(),
-                onEvent: @escaping @Sendable (LockEvent) -> Void,
+                retry: Retry = Retry(), onEvent: @escaping @Sendable (LockEvent) -> Void,
                 log: @escaping @Sendable (LogLevel, String) -> Void) {
         let readiness = Readiness()
-        var connections: [BusConnection] = []
-        let plan: [(String, BusEndpoint?, @Sendable (Bus, @escaping () -> Void) throws -> Void)] = [
+        let plan: [(String, BusEndpoint?, WatchedBus.Start)] = [
             ("system bus", systemBus, { bus, ready in
                 try LogindWatch(uid: uid, emit: onEvent, log: log).start(on: bus, ready: ready)
             }),
@@ -54,32 +69,14 @@ public final class LockWatcher: Sendable {
                 try ScreenSaverWatch(emit: onEvent, log: log).start(on: bus, ready: ready)
             }),
         ]
+        var buses: [WatchedBus] = []
         for (label, endpoint, start) in plan {
             guard let endpoint else { continue }
-            let token = readiness.add()
-            let connection: BusConnection
-            do {
-                connection = try BusConnection(endpoint) { error in
-                    log(.warning, "\(label) disconnected (\(error.message)); no longer watching it")
-                    readiness.done(token)
-                }
-            } catch {
-                log(.warning, "\(label) unavailable (\(error.message)); not watching it")
-                readiness.done(token)
-                continue
-            }
-            connections.append(connection)
-            let queued = connection.perform { bus in
-                do {
-                    try start(bus) { readiness.done(token) }
-                } catch {
-                    log(.warning, "cannot watch the \(label): \(error)")
-                    readiness.done(token)
-                }
-            }
-            if !queued { readiness.done(token) } // lost already; onDisconnect has logged it
+            let bus = WatchedBus(label: label, endpoint: endpoint, retry: retry, start: start, log: log)
+            bus.begin(readiness: readiness)
+            buses.append(bus)
         }
-        self.connections = connections
+        self.buses = buses
         self.readiness = readiness
     }
 
@@ -95,7 +92,115 @@ public final class LockWatcher: Sendable {
     /// again. Do not call it (or drop the last reference) from `onEvent` or `log`: it waits for the loop
     /// threads those run on.
     public func stop() {
-        for connection in connections { connection.close() }
+        for bus in buses { bus.stop() }
+    }
+}
+
+/// One bus the watcher follows: its current connection, and the supervisor that reconnects it.
+private final class WatchedBus: @unchecked Sendable {
+    typealias Start = @Sendable (Bus, @escaping () -> Void) throws -> Void
+
+    private let label: String
+    private let endpoint: BusEndpoint
+    private let retry: LockWatcher.Retry
+    private let start: Start
+    private let log: @Sendable (LockWatcher.LogLevel, String) -> Void
+    private let monitor = Monitor()
+    // Guarded by monitor:
+    private var connection: BusConnection?
+    private var lost = false
+    private var stopped = false
+
+    init(label: String, endpoint: BusEndpoint, retry: LockWatcher.Retry, start: @escaping Start,
+         log: @escaping @Sendable (LockWatcher.LogLevel, String) -> Void) {
+        self.label = label
+        self.endpoint = endpoint
+        self.retry = retry
+        self.start = start
+        self.log = log
+    }
+
+    /// The first attempt, synchronous (as callers expect of `LockWatcher.init`); then the supervisor.
+    func begin(readiness: Readiness) {
+        let token = readiness.add()
+        do {
+            try connect { readiness.done(token) }
+        } catch {
+            log(.warning, "\(label) unavailable (\(error.message)); not watching it until it appears")
+            readiness.done(token)
+        }
+        if !startDetachedThread({ [self] in supervise() }) {
+            log(.warning, "cannot start a thread to reconnect the \(label); it will not be watched again if lost")
+        }
+    }
+
+    /// Connects and starts the watch; `ready` runs when the initial queries are answered (or failed).
+    private func connect(ready: @escaping @Sendable () -> Void) throws(BusError) {
+        let label = self.label
+        let made = try BusConnection(endpoint) { [weak self, log] error in
+            log(.warning, "\(label) disconnected (\(error.message)); watching for it to come back")
+            ready()
+            guard let self else { return }
+            monitor.locked { lost = true }
+            monitor.broadcast()
+        }
+        let keep = monitor.locked { () -> Bool in
+            guard !stopped else { return false }
+            connection = made
+            lost = false
+            return true
+        }
+        guard keep else {
+            made.close()
+            ready()
+            return
+        }
+        let start = self.start
+        let queued = made.perform { [log] bus in
+            do {
+                try start(bus, ready)
+            } catch {
+                log(.warning, "cannot watch the \(label): \(error)")
+                ready()
+            }
+        }
+        if !queued { ready() } // lost already; the disconnect handler has logged it
+    }
+
+    /// Waits for the bus to be lost (or never to have come), then tries again with growing pauses.
+    private func supervise() {
+        var delay = retry.initial
+        while true {
+            let proceed = monitor.wait { stopped || lost || connection == nil }
+            _ = proceed
+            let (old, isStopped) = monitor.locked { () -> (BusConnection?, Bool) in
+                defer { if lost { connection = nil } }
+                return (lost ? connection : nil, stopped)
+            }
+            old?.close()
+            if isStopped { return }
+            // Pause (stop() wakes it), then try.
+            _ = monitor.wait(timeout: delay) { stopped }
+            if monitor.locked({ stopped }) { return }
+            do {
+                try connect(ready: {})
+                log(.info, "\(label) reachable again; watching it")
+                delay = retry.initial
+            } catch {
+                log(.debug, "\(label) still unavailable (\(error.message)); next try in \(min(delay * 2, retry.maximum)) s")
+                delay = min(delay * 2, retry.maximum)
+            }
+        }
+    }
+
+    func stop() {
+        let current = monitor.locked { () -> BusConnection? in
+            stopped = true
+            defer { connection = nil }
+            return connection
+        }
+        monitor.broadcast()
+        current?.close()
     }
 }
 

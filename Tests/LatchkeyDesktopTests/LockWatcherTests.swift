@@ -273,4 +273,52 @@ final class LockWatcherTests: XCTestCase {
         XCTAssertEqual(waitForEvents(recorder, count: 1), [.locked(source: "login1.Lock")])
         XCTAssertEqual(recorder.lines.filter { $0.text.contains("disconnected") }.count, 1)
     }
+
+    /// A session bus that goes away and comes back at the same address (a new login while the agent lives
+    /// on) is watched again; so is one that was not there when the watcher started.
+    func testASessionBusThatComesBackIsWatchedAgain() throws {
+        let directory = NSTemporaryDirectory() + "lkdesk-restart-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let socket = directory + "/session.sock"
+        sessionBus.stop()
+        let recorder = self.recorder
+        let watcher = LockWatcher(systemBus: nil, sessionBus: .address("unix:path=\(socket)"),
+                                  retry: .init(initial: 0.05, maximum: 0.2),
+                                  onEvent: { recorder.record($0) }, log: { recorder.log($0, $1) })
+        self.watcher = watcher
+        XCTAssertTrue(watcher.waitUntilReady(timeout: .seconds(5)))
+        waitForLog(recorder, containing: "session bus unavailable", level: .warning)
+
+        // It appears: the watcher connects by itself.
+        sessionBus = try PrivateBus(system: false, socketPath: socket)
+        waitForLog(recorder, containing: "session bus reachable again", level: .info)
+        let first = try peer(on: sessionBus, owning: "org.freedesktop.ScreenSaver")
+        // Either the watch's first query finds the owner, or the ownership change reaches it afterwards.
+        let known = recorder.expectation("owner known") { _, lines in
+            lines.contains { $0.text.contains("org.freedesktop.ScreenSaver is now")
+                || $0.text.contains("watching screen saver org.freedesktop.ScreenSaver") }
+        }
+        XCTAssertEqual(XCTWaiter().wait(for: [known], timeout: 5), .completed, "\(recorder.lines.map(\.text))")
+        try activeChanged(first, true)
+        XCTAssertEqual(waitForEvents(recorder, count: 1), [.locked(source: "org.freedesktop.ScreenSaver")])
+
+        // It goes away and comes back: logged once each way, and the new screen saver is believed.
+        sessionBus.stop()
+        waitForLog(recorder, containing: "session bus disconnected", level: .warning)
+        unlink(socket)
+        sessionBus = try PrivateBus(system: false, socketPath: socket)
+        let second = try peer(on: sessionBus, owning: "org.gnome.ScreenSaver")
+        let expectation = recorder.expectation("reconnected and watching") { _, lines in
+            lines.filter { $0.text.contains("session bus reachable again") }.count == 2
+                && lines.contains { $0.text.contains("watching screen saver org.gnome.ScreenSaver")
+                    || $0.text.contains("org.gnome.ScreenSaver is now") }
+        }
+        XCTAssertEqual(XCTWaiter().wait(for: [expectation], timeout: 10), .completed, "\(recorder.lines.map(\.text))")
+        try activeChanged(second, false, name: "org.gnome.ScreenSaver", path: "/org/gnome/ScreenSaver")
+        XCTAssertEqual(waitForEvents(recorder, count: 2).last, .unlocked(source: "org.gnome.ScreenSaver"))
+        XCTAssertEqual(recorder.lines.filter { $0.text.contains("disconnected") }.count, 1)
+        XCTAssertEqual(recorder.lines.filter { $0.level == .warning && $0.text.contains("unavailable") }.count, 1,
+                       "retries are not warnings")
+    }
 }
