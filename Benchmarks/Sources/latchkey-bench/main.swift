@@ -36,10 +36,13 @@ struct Options {
     var baseDirectory: String?
     /// Pin this process, and so the agent it starts (which inherits the affinity), to one CPU.
     var cpu: Int?
+    /// Measure key operations (Keys.swift) instead of SecItem at several sizes.
+    var keys = false
 
     static let usage = """
         usage: latchkey-bench [--sizes 1000,10000,100000] [--ops N] [--warmup N] [--seed N]
                               [--value-bytes N] [--dir DIR] [--cpu N] [--markdown]
+               latchkey-bench --keys [--ops N] [--dir DIR] [--cpu N] [--markdown]
 
         Measures the public Latchkey library end to end (client → socket → latchkeyd → SQLite) with an
         agent started on demand in temporary XDG directories. The agent is found through $LATCHKEYD,
@@ -56,6 +59,9 @@ struct Options {
                            share a CPU, which takes the cross-CPU wake-up out of every round trip
                            (a diagnostic; the default leaves placement to the scheduler)
           --markdown       also print the results as a Markdown table (for the README)
+          --keys           instead: signatures with a key in this process and with one in the
+                           keychain (made by the agent), verification, finding a key by tag, and
+                           generating keys into the keychain, for EC P-256/P-384 and RSA 2048/3072
 
         """
 
@@ -91,6 +97,7 @@ struct Options {
             case "--dir": options.baseDirectory = value(argument)
             case "--cpu": options.cpu = number(argument, minimum: 0)
             case "--markdown": options.markdown = true
+            case "--keys": options.keys = true
             case "--help", "-h":
                 print(usage, terminator: "")
                 exit(0)
@@ -760,6 +767,12 @@ func databaseBytes() -> Int {
         var st = stat()
         return total + (stat(dataDirectory + "/latchkey/keychain.db" + suffix, &st) == 0 ? Int(st.st_size) : 0)
     }
+}
+
+if options.keys {
+    runKeyBenchmark(options: options, machine: machine)
+    Cleanup.shared.run()
+    exit(0)
 }
 
 let workload = Workload(options: options, agentPID: pid)
