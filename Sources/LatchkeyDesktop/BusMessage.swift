@@ -50,88 +50,30 @@ public final class BusMessage {
 
     // MARK: Reading
 
-    /// Reads the whole body from the start (rewinding first), one value per complete type.
+    /// Reads the whole body from the start (rewinding first), one value per complete type. Only byte
+    /// arrays are capped (`maximumByteArray`); use `arguments(within:)` for input from untrusted peers.
     public func arguments() throws(BusError) -> [BusValue] {
+        try arguments(within: ReadLimits())
+    }
+
+    /// Reads the whole body from the start like `arguments()`, but stops with `InvalidArgs` as soon as
+    /// the body exceeds `limits`: a value too many, an array element too many, a string or byte
+    /// array too long. The check comes before each value is built, so an oversized message costs
+    /// what its first values cost, not what it holds.
+    ///
+    /// With `wipingByteArrays`, every byte array is zeroed inside the message once it has been copied
+    /// out, so a secret the message carried is left only in the value returned (see
+    /// `BusValue.wipeByteArrays`). Reading the message again then gives zeros.
+    public func arguments(within limits: ReadLimits, wipingByteArrays: Bool = false) throws(BusError) -> [BusValue] {
         try check(sd_bus_message_rewind(pointer, 1), "rewinding a message")
+        var reader = Reader(message: pointer, limits: limits, wipes: wipingByteArrays)
         var values: [BusValue] = []
-        while let value = try readValue() { values.append(value) }
+        while let value = try reader.next() { values.append(value) }
         return values
     }
 
-    /// The largest `ay` argument read (a secret of up to 1 MiB plus room for its framing).
+    /// The largest `ay` argument read by default (a secret of up to 1 MiB plus room for its framing).
     public static let maximumByteArray = (1 << 20) + 64 * 1024
-
-    /// Reads the next value of the current container, nil at its end.
-    private func readValue() throws(BusError) -> BusValue? {
-        var type: CChar = 0
-        var contentsPointer: UnsafePointer<CChar>?
-        guard try check(sd_bus_message_peek_type(pointer, &type, &contentsPointer), "reading a message") > 0 else {
-            return nil
-        }
-        let contents = contentsPointer.map { String(cString: $0) } ?? "" // invalid after the next read
-        switch UInt8(bitPattern: type) {
-        case UInt8(ascii: "y"): return .byte(try readBasic(type, UInt8(0)))
-        case UInt8(ascii: "b"): return .boolean(try readBasic(type, Int32(0)) != 0)
-        case UInt8(ascii: "n"): return .int16(try readBasic(type, Int16(0)))
-        case UInt8(ascii: "q"): return .uint16(try readBasic(type, UInt16(0)))
-        case UInt8(ascii: "i"): return .int32(try readBasic(type, Int32(0)))
-        case UInt8(ascii: "u"): return .uint32(try readBasic(type, UInt32(0)))
-        case UInt8(ascii: "x"): return .int64(try readBasic(type, Int64(0)))
-        case UInt8(ascii: "t"): return .uint64(try readBasic(type, UInt64(0)))
-        case UInt8(ascii: "d"): return .double(try readBasic(type, Double(0)))
-        case UInt8(ascii: "s"): return .string(try readString(type))
-        case UInt8(ascii: "o"): return .objectPath(try readString(type))
-        case UInt8(ascii: "g"): return .signature(try readString(type))
-        case UInt8(ascii: "a") where contents == "y":
-            // Byte arrays in one call, and refused before any value is built when larger than any
-            // message of ours needs: a 32 MiB `ay` would otherwise become tens of millions of values.
-            var data: UnsafeRawPointer?
-            var size = 0
-            try check(sd_bus_message_read_array(pointer, CChar(UInt8(ascii: "y")), &data, &size), "reading a byte array")
-            guard size <= BusMessage.maximumByteArray else {
-                throw BusError(name: BusError.Name.invalidArgs,
-                               message: "byte array of \(size) bytes is larger than \(BusMessage.maximumByteArray)")
-            }
-            let bytes = data.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
-            return .array(elementType: "y", bytes.map { .byte($0) })
-        case UInt8(ascii: "a"):
-            return .array(elementType: contents, try readContainer(type, contents))
-        case UInt8(ascii: "r"):
-            return .structure(try readContainer(type, contents))
-        case UInt8(ascii: "e"):
-            let pair = try readContainer(type, contents)
-            guard pair.count == 2 else { throw BusError(errno: -EBADMSG, "reading a dictionary entry") }
-            return .dictEntry(pair[0], pair[1])
-        case UInt8(ascii: "v"):
-            let inner = try readContainer(type, contents)
-            guard inner.count == 1 else { throw BusError(errno: -EBADMSG, "reading a variant") }
-            return .variant(inner[0])
-        default:
-            throw BusError(name: BusError.Name.invalidArgs,
-                           message: "unsupported D-Bus type '\(Character(Unicode.Scalar(UInt8(bitPattern: type))))'")
-        }
-    }
-
-    private func readBasic<T>(_ type: CChar, _ initial: T) throws(BusError) -> T {
-        var value = initial
-        try check(withUnsafeMutablePointer(to: &value) { sd_bus_message_read_basic(pointer, type, $0) },
-                  "reading a message")
-        return value
-    }
-
-    private func readString(_ type: CChar) throws(BusError) -> String {
-        // Points into the message body, so copy it before anything else happens to the message.
-        let raw = try readBasic(type, UnsafePointer<CChar>?.none)
-        return raw.map { String(cString: $0) } ?? ""
-    }
-
-    private func readContainer(_ type: CChar, _ contents: String) throws(BusError) -> [BusValue] {
-        try check(sd_bus_message_enter_container(pointer, type, contents), "reading a message")
-        var values: [BusValue] = []
-        while let value = try readValue() { values.append(value) }
-        try check(sd_bus_message_exit_container(pointer), "reading a message")
-        return values
-    }
 
     // MARK: Writing
 
@@ -155,6 +97,9 @@ public final class BusMessage {
         case .string(let s): try appendString("s", s)
         case .objectPath(let s): try appendString("o", s)
         case .signature(let s): try appendString("g", s)
+        case .byteArray(let bytes):
+            try check(bytes.withUnsafeBytes { sd_bus_message_append_array(pointer, CChar(UInt8(ascii: "y")), $0.baseAddress, $0.count) },
+                      "appending to a message")
         case .array(let elementType, let items): try appendContainer("a", elementType, items)
         case .structure(let fields): try appendContainer("r", fields.map(\.signature).joined(), fields)
         case .dictEntry(let key, let item): try appendContainer("e", key.signature + item.signature, [key, item])

@@ -1,9 +1,15 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One D-Bus value with its type: what `BusMessage` reads and writes. Containers carry their element
 /// signature so an empty array still has a type.
 ///
 /// A dictionary is an array of dictionary entries: `a{sv}` is
 /// `.array(elementType: "{sv}", [.dictEntry(.string("k"), .variant(.boolean(true)))])`; `BusValue.dictionary`
-/// builds one. Unix file descriptors (`h`) are not supported.
+/// builds one. A byte array is read as `.byteArray`, one contiguous buffer; `.array(elementType: "y", …)`
+/// of `.byte` values is the same D-Bus value but is only ever written. Unix file descriptors (`h`) are
+/// not supported.
 public indirect enum BusValue: Sendable, Equatable {
     case byte(UInt8)
     case boolean(Bool)
@@ -17,6 +23,8 @@ public indirect enum BusValue: Sendable, Equatable {
     case string(String)
     case objectPath(String)
     case signature(String)
+    /// A byte array (`ay`) in one buffer: how byte arrays are read, and the cheap way to write one.
+    case byteArray([UInt8])
     /// An array whose elements all have the single complete type `elementType`.
     case array(elementType: String, [BusValue])
     /// A struct, signature `(…)`.
@@ -41,6 +49,7 @@ public indirect enum BusValue: Sendable, Equatable {
         case .string: "s"
         case .objectPath: "o"
         case .signature: "g"
+        case .byteArray: "ay"
         case .array(let elementType, _): "a" + elementType
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
         case .dictEntry(let key, let value): "{" + key.signature + value.signature + "}"
@@ -77,9 +86,28 @@ extension BusValue {
         if case .uint32(let u) = self { u } else { nil }
     }
 
-    /// The elements of an array.
+    /// The bytes of a byte array (either representation).
+    public var bytes: [UInt8]? {
+        switch self {
+        case .byteArray(let bytes): return bytes
+        case .array("y", let items):
+            var bytes: [UInt8] = []
+            for item in items {
+                guard case .byte(let b) = item else { return nil }
+                bytes.append(b)
+            }
+            return bytes
+        default: return nil
+        }
+    }
+
+    /// The elements of an array (for a `.byteArray`, its bytes as `.byte` values).
     public var elements: [BusValue]? {
-        if case .array(_, let items) = self { items } else { nil }
+        switch self {
+        case .array(_, let items): items
+        case .byteArray(let bytes): bytes.map { .byte($0) }
+        default: nil
+        }
     }
 
     /// The fields of a struct.
@@ -101,5 +129,39 @@ extension BusValue {
             result[name] = value
         }
         return result
+    }
+}
+
+// Wiping.
+extension BusValue {
+    /// Zeroes, in place, the storage of every `.byteArray` in this value (nested ones too).
+    ///
+    /// Swift arrays share their storage between copies until one is changed, so this zeroes every
+    /// copy that still shares it: the bytes a message was read into, the `[UInt8]` taken out of it,
+    /// the value handed to `append`. That is the point, and the caller must be done with all of them.
+    /// Byte arrays written as `.array(elementType: "y", …)` are separate `.byte` values and cannot
+    /// be wiped; secrets are never built that way.
+    public func wipeByteArrays() {
+        switch self {
+        case .byteArray(let bytes):
+            BusValue.wipeShared(bytes)
+        case .array(_, let items), .structure(let items):
+            for item in items { item.wipeByteArrays() }
+        case .dictEntry(let key, let value):
+            key.wipeByteArrays()
+            value.wipeByteArrays()
+        case .variant(let inner):
+            inner.wipeByteArrays()
+        default:
+            break
+        }
+    }
+
+    /// Zeroes the storage `bytes` shares with every copy of it (see `wipeByteArrays`).
+    public static func wipeShared(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+            explicit_bzero(UnsafeMutableRawPointer(mutating: base), buffer.count)
+        }
     }
 }

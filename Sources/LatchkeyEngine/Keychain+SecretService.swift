@@ -41,7 +41,7 @@ public struct SecretServiceKeychain: Sendable {
     /// The collections and aliases. errSecInteractionNotAllowed when collections were created but the
     /// key that seals their list is not held.
     public func state() throws(SecError) -> SecretServiceState {
-        try withStore { store in try loadState(store) }
+        try withStore(reading: true) { store in try loadState(store) }
     }
 
     /// Creates a collection labelled `label`, or, when `alias` already names a collection, returns
@@ -126,7 +126,7 @@ public struct SecretServiceKeychain: Sendable {
 
     /// Every item of a collection, in row order.
     public func items(in collection: String) throws(SecError) -> [SecretServiceItemInfo] {
-        try withStore { store in
+        try withStore(reading: true) { store in
             let state = try loadState(store)
             guard state.collection(collection) != nil else { throw SecError.notFound }
             return try select(SecretAttributes(), in: collection, state: state, store: store)
@@ -138,7 +138,7 @@ public struct SecretServiceKeychain: Sendable {
     public func search(_ query: SecretAttributes, in collection: String? = nil) throws(SecError)
         -> [SecretServiceItemInfo] {
         try query.validate()
-        return try withStore { store in
+        return try withStore(reading: true) { store in
             let state = try loadState(store)
             if let collection, state.collection(collection) == nil { throw SecError.notFound }
             var results: [SecretServiceItemInfo] = []
@@ -151,7 +151,7 @@ public struct SecretServiceKeychain: Sendable {
 
     /// Whether an item exists in a collection, and whether it is locked; nil when it does not.
     public func info(item id: [UInt8], in collection: String) throws(SecError) -> SecretServiceItemInfo? {
-        try withStore { store in
+        try withStore(reading: true) { store in
             let state = try loadState(store)
             guard state.collection(collection) != nil, let row = try memberRow(id, collection, state, store) else {
                 return nil
@@ -162,7 +162,7 @@ public struct SecretServiceKeychain: Sendable {
 
     /// An item's label, attributes and dates; errSecInteractionNotAllowed while it is locked.
     public func item(_ id: [UInt8], in collection: String) throws(SecError) -> SecretServiceItem {
-        try withStore { store in
+        try withStore(reading: true) { store in
             let item = try openMember(id, collection, store)
             let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
             return SecretServiceItem(id: id, collection: collection, label: SecretServiceMapping.label(of: item.attributes),
@@ -174,7 +174,7 @@ public struct SecretServiceKeychain: Sendable {
 
     /// An item's secret; errSecInteractionNotAllowed while it is locked.
     public func secret(_ id: [UInt8], in collection: String) throws(SecError) -> SecretServiceSecret {
-        try withStore { store in
+        try withStore(reading: true) { store in
             let item = try openMember(id, collection, store)
             let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
             return SecretServiceSecret(value: try ItemSealer.openSecret(item), contentType: data.contentType)
@@ -200,6 +200,19 @@ public struct SecretServiceKeychain: Sendable {
                 changed[SecAttr.label] = .string(label)
                 var data = SecretServiceMapping.data(of: existing.attributes, sealed: existing.secretService)
                 data.contentType = secret.contentType
+                try reseal(existing, attributes: changed, data: data, secret: secret.value, store: store)
+                return (existing.persistentRef, false)
+            }
+            if replace, collection == Self.login,
+               let existing = try secItemAccountItem(for: attributes, state: state, store: store) {
+                // The account's SecItem item (keyring.set_password after SecItemAdd): it takes the
+                // new attributes on top of its view and stays that account's generic password.
+                var changed = existing.attributes
+                changed[SecAttr.label] = .string(label)
+                var data = SecretServiceMapping.data(of: existing.attributes, sealed: existing.secretService)
+                for pair in attributes.pairs { data.attributes = data.attributes.setting(pair.name, pair.value) }
+                data.contentType = secret.contentType
+                data.keepsGenericIdentity = true
                 try reseal(existing, attributes: changed, data: data, secret: secret.value, store: store)
                 return (existing.persistentRef, false)
             }
@@ -251,9 +264,15 @@ public struct SecretServiceKeychain: Sendable {
                 genp[SecAttr.account] = primary.account
             }
             if let label { genp[SecAttr.label] = .string(label) }
-            if let secret { data.contentType = secret.contentType }
-            try reseal(item, attributes: genp, data: data, secret: try secret?.value ?? ItemSealer.openSecret(item),
-                       store: store)
+            if let secret {
+                data.contentType = secret.contentType
+                try reseal(item, attributes: genp, data: data, secret: secret.value, store: store)
+            } else {
+                // Only resealed, never returned: wiped once written.
+                var kept = try ItemSealer.openSecret(item)
+                defer { SecretBytes.wipe(&kept) }
+                try reseal(item, attributes: genp, data: data, secret: kept, store: store)
+            }
         }
     }
 
@@ -270,19 +289,36 @@ public struct SecretServiceKeychain: Sendable {
 
     // MARK: - Internals (mutex held)
 
-    private func withStore<T>(_ body: (Store) throws -> T) throws(SecError) -> T {
+    /// Runs `body` with the store under the keychain's mutex, after the pending re-indexing. With
+    /// `reading`, `body` (which must not write) runs in one read transaction: its statements share one
+    /// snapshot and one pair of file locks instead of taking and dropping them each (a search is five
+    /// statements).
+    private func withStore<T>(reading: Bool = false, _ body: (Store) throws -> T) throws(SecError) -> T {
         try keychain.locked { () throws(SecError) -> T in
             let store = try keychain.store()
             do {
+                if reading {
+                    // Usually there is nothing to re-index: then the check shares the read transaction.
+                    let done: T? = try store.reading {
+                        try needsReindexing(store) ? nil : try body(store)
+                    }
+                    if let done { return done }
+                }
                 try reindexPending(store)
-                return try body(store)
+                return reading ? try store.reading { try body(store) } : try body(store)
             } catch {
                 throw EngineErrors.map(error)
             }
         }
     }
 
-    private func isHeld(_ protection: Int) -> Bool {
+    /// Whether `reindexPending` has anything to do now.
+    private func needsReindexing(_ store: Store) throws -> Bool {
+        let status = try store.secretServiceIndexStatus()
+        return status.version < SecretServiceMapping.indexVersion || (status.pending && keychain.keys.indexKey != nil)
+    }
+
+    func isHeld(_ protection: Int) -> Bool {
         ProtectionClass(rawValue: UInt8(clamping: protection)).map { keychain.keys.isAvailable($0) } ?? false
     }
 
@@ -291,84 +327,33 @@ public struct SecretServiceKeychain: Sendable {
     }
 
     /// Adds the Secret Service hashes of rows written before they existed, for every class whose key
-    /// is held (docs/SECRET-SERVICE.md §2). A row that fails authentication is left without them (its
-    /// reads report errSecDecode) and not retried.
+    /// is held (docs/SECRET-SERVICE.md §2); rows written before the current
+    /// `SecretServiceMapping.indexVersion` are queued for it first. A row that fails authentication is
+    /// left without them (its reads report errSecDecode) and not retried.
     private func reindexPending(_ store: Store) throws {
-        guard let indexKey = keychain.keys.indexKey, try store.hasPendingIndexRows() else { return }
+        var status = try store.secretServiceIndexStatus()
+        if status.version < SecretServiceMapping.indexVersion {
+            try store.queueReindex(itemClass: Int(ItemClass.genericPassword.rawValue),
+                                   version: SecretServiceMapping.indexVersion)
+            status.pending = try store.hasPendingIndexRows()
+        }
+        guard let indexKey = keychain.keys.indexKey, status.pending else { return }
         let held = ProtectionClass.allCases.filter { keychain.keys.isAvailable($0) }.map { Int($0.rawValue) }
         while true {
             let rows = try store.pendingIndexRows(protections: held, limit: 256)
             if rows.isEmpty { return }
-            for row in rows {
-                var hashes: [[UInt8]] = []
-                if let item = try? ItemSealer.open(row, keys: keychain.keys) {
-                    hashes = try SecretServiceMapping.indexHashes(attributes: item.attributes, sealed: item.secretService,
-                                                                  indexKey: indexKey)
+            // One transaction (one fsync) per batch, not per row.
+            try store.transaction {
+                for row in rows {
+                    var hashes: [[UInt8]] = []
+                    if let item = try? ItemSealer.open(row, keys: keychain.keys) {
+                        hashes = try SecretServiceMapping.indexHashes(attributes: item.attributes,
+                                                                      sealed: item.secretService, indexKey: indexKey)
+                    }
+                    try store.completeIndex(item: row.id, adding: hashes)
                 }
-                try store.completeIndex(item: row.id, adding: hashes)
             }
         }
-    }
-
-    /// The rows of `collection` matching `query` (every item for an empty query).
-    private func select(_ query: SecretAttributes, in collection: String, state: SecretServiceState,
-                        store: Store) throws -> [SecretServiceItemInfo] {
-        let genp = Int(ItemClass.genericPassword.rawValue)
-        let others = state.collections.map(\.id).filter { $0 != Self.login }
-        let needsIndex = !query.isEmpty || collection != Self.login || !others.isEmpty
-        guard !needsIndex || keychain.keys.indexKey != nil else { throw SecError.locked }
-        var hashes: [[UInt8]] = []
-        if let indexKey = keychain.keys.indexKey {
-            hashes = try query.pairs.map { try SecretServiceMapping.pairHash($0, indexKey: indexKey) }
-            if hashes.count > 1 {
-                // The lookup walks the rows of the first hash: start from the rarest.
-                let counts = try store.hashFrequencies(hashes, cap: 64)
-                hashes = zip(hashes, counts).sorted { $0.1 < $1.1 }.map(\.0)
-            }
-            if collection != Self.login {
-                hashes.insert(try SecretServiceMapping.collectionHash(collection, indexKey: indexKey), at: 0)
-            }
-        }
-        var excluded = Set<Int64>()
-        if collection == Self.login, let indexKey = keychain.keys.indexKey {
-            for other in others {
-                let filter = RowFilter(itemClass: genp, synchronizable: nil,
-                                       allOfHashes: [try SecretServiceMapping.collectionHash(other, indexKey: indexKey)] + hashes)
-                for header in try store.headers(matching: filter) { excluded.insert(header.id) }
-            }
-        }
-        let filter = RowFilter(itemClass: genp, synchronizable: nil, allOfHashes: hashes)
-        if query.isEmpty {
-            return try store.headers(matching: filter).filter { !excluded.contains($0.id) }.map {
-                SecretServiceItemInfo(id: $0.persistentRef, collection: collection, locked: !isHeld($0.protection))
-            }
-        }
-        var results: [SecretServiceItemInfo] = []
-        for row in try store.rows(matching: filter) where !excluded.contains(row.id) {
-            if isHeld(row.protection) {
-                // The hashes found it; the sealed attributes must agree, or the index was tampered with.
-                guard let item = try? ItemSealer.open(row, keys: keychain.keys) else { continue }
-                let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
-                guard data.collection == collection, data.attributes.contains(query) else { continue }
-                results.append(SecretServiceItemInfo(id: row.persistentRef, collection: collection, locked: false))
-            } else {
-                results.append(SecretServiceItemInfo(id: row.persistentRef, collection: collection, locked: true))
-            }
-        }
-        return results
-    }
-
-    /// The first item of `collection` whose attribute set is exactly `attributes`, if one can be read.
-    private func exactMatch(_ attributes: SecretAttributes, in collection: String, state: SecretServiceState,
-                            store: Store) throws -> OpenItem? {
-        for info in try select(attributes, in: collection, state: state, store: store) where !info.locked {
-            guard let row = try store.row(persistentRef: info.id) else { continue }
-            let item = try ItemSealer.open(row, keys: keychain.keys)
-            if SecretServiceMapping.data(of: item.attributes, sealed: item.secretService).attributes == attributes {
-                return item
-            }
-        }
-        return nil
     }
 
     /// The row of item `id` if it is a member of `collection` (by its sealed data when it can be

@@ -100,6 +100,20 @@ public struct SecretAttributes: Sendable, Equatable {
 
     /// `acct` as this map defines it.
     var account: String? { accountName.flatMap { self[$0] } }
+
+    /// This map without a `username` that repeats `account` (the view of a SecItem item has one).
+    var withoutMirroredUsername: SecretAttributes {
+        guard let username = self["username"], let account = self["account"],
+              username.utf8.elementsEqual(account.utf8) else { return self }
+        return setting("username", nil)
+    }
+
+    /// Whether two maps name the same item for `CreateItem(replace)`: equal once a `username` that
+    /// repeats `account` is set aside, so `{service, account}` replaces the item whose view is
+    /// `{service, account, username}` (docs/SECRET-SERVICE.md §3).
+    func namesSameItem(as other: SecretAttributes) -> Bool {
+        withoutMirroredUsername == other.withoutMirroredUsername
+    }
 }
 
 /// What is sealed with a Secret Service item besides its genp attributes, under the key `ss` of the
@@ -115,6 +129,10 @@ struct SecretServiceData: Equatable {
     var contentType: String
     /// Empty, or 16 random bytes that make a deliberate duplicate unique (docs/SECRET-SERVICE.md §3).
     var nonce: [UInt8] = []
+    /// The item was made through SecItem and a Secret Service client then stored richer attributes on
+    /// it (`CreateItem(replace)` naming its service and account): it stays unique as the generic
+    /// password of its `svce`/`acct`, whatever its attributes (docs/SECRET-SERVICE.md §3).
+    var keepsGenericIdentity = false
 
     var encoded: SecValue {
         var value: [String: SecValue] = [
@@ -123,6 +141,7 @@ struct SecretServiceData: Equatable {
             "t": .string(contentType),
         ]
         if !nonce.isEmpty { value["n"] = .data(nonce) }
+        if keepsGenericIdentity { value["g"] = .bool(true) }
         return .dictionary(value)
     }
 
@@ -152,26 +171,52 @@ struct SecretServiceData: Equatable {
             guard case .data(let nonce) = n else { return nil }
             self.nonce = nonce
         }
+        if let g = d["g"] {
+            guard case .bool(let keeps) = g else { return nil }
+            keepsGenericIdentity = keeps
+        }
     }
 
-    /// An item whose attributes are at most `service` and `account`, in `login`, and not a deliberate
-    /// duplicate: unique exactly as a SecItem genp item (docs/SECRET-SERVICE.md §3).
+    /// Whether the item is unique as a plain generic password (no discriminator, §3).
+    var hasGenericIdentity: Bool {
+        isPlainLogin || (keepsGenericIdentity && collection == Self.login && nonce.isEmpty)
+    }
+
+    /// An item in `login`, not a deliberate duplicate, whose attributes are at most `service` and
+    /// `account`, plus `username` with the value of `account` (the view of a SecItem item, §1): unique
+    /// exactly as a SecItem genp item (docs/SECRET-SERVICE.md §3).
     var isPlainLogin: Bool {
-        collection == Self.login && nonce.isEmpty
-            && attributes.pairs.allSatisfy { pair in
-                ["service", "account"].contains { pair.name.utf8.elementsEqual($0.utf8) }
+        guard collection == Self.login, nonce.isEmpty else { return false }
+        for pair in attributes.pairs {
+            switch Array(pair.name.utf8) {
+            case Array("service".utf8), Array("account".utf8):
+                continue
+            case Array("username".utf8):
+                guard let account = attributes["account"], account.utf8.elementsEqual(pair.value.utf8) else { return false }
+            default:
+                return false
             }
+        }
+        return true
     }
 
-    /// Applies a SecItemUpdate's `svce`/`acct` changes to the attribute map (docs/SECRET-SERVICE.md §1).
+    /// Applies a SecItemUpdate's `svce`/`acct` changes to the attribute map (docs/SECRET-SERVICE.md §1):
+    /// a new `acct` replaces the attribute that gave `acct`, and every other of `account`, `username`,
+    /// `user` that carried the same value (so the view's `username` follows its `account`).
     func applying(secItemChanges changes: SecDictionary) -> SecretServiceData {
         var result = self
         if let svce = changes[SecAttr.service] {
             result.attributes = result.attributes.setting(SecretAttributes.serviceName, SecretServiceMapping.text(svce))
         }
         if let acct = changes[SecAttr.account] {
-            let name = attributes.accountName ?? SecretAttributes.accountNames[0]
-            result.attributes = result.attributes.setting(name, SecretServiceMapping.text(acct))
+            let value = SecretServiceMapping.text(acct)
+            if let old = attributes.account {
+                for name in SecretAttributes.accountNames where attributes[name]?.utf8.elementsEqual(old.utf8) == true {
+                    result.attributes = result.attributes.setting(name, value)
+                }
+            } else {
+                result.attributes = result.attributes.setting(SecretAttributes.accountNames[0], value)
+            }
         }
         return result
     }
@@ -180,6 +225,10 @@ struct SecretServiceData: Equatable {
 /// The Secret Service view of genp items and the keyed hashes of docs/SECRET-SERVICE.md §2–3.
 enum SecretServiceMapping {
     static let defaultContentType = "text/plain"
+
+    /// The version of the hashes `indexHashes` derives. When it moves on, every genp row is re-indexed
+    /// once (docs/SECRET-SERVICE.md §2): 1 was the view {service, account}; 2 added `username`.
+    static let indexVersion = 2
 
     /// A non-empty string, or data that is valid UTF-8; nil otherwise.
     static func text(_ value: SecValue?) -> String? {
@@ -197,7 +246,11 @@ enum SecretServiceMapping {
         if let sealed { return sealed }
         var pairs: [SecretAttributes.Pair] = []
         if let service = text(attributes[SecAttr.service]) { pairs.append(.init("service", service)) }
-        if let account = text(attributes[SecAttr.account]) { pairs.append(.init("account", account)) }
+        if let account = text(attributes[SecAttr.account]) {
+            // `username` too: Python keyring and other clients look accounts up by that name.
+            pairs.append(.init("account", account))
+            pairs.append(.init("username", account))
+        }
         return SecretServiceData(attributes: SecretAttributes(pairs)!, collection: SecretServiceData.login,
                                  contentType: defaultContentType)
     }
@@ -251,7 +304,7 @@ enum SecretServiceMapping {
     /// genp item: `"S" ‖ u32 len(collection) ‖ collection ‖ u32 n ‖ n × (u32 len ‖ name ‖ u32 len ‖
     /// value) ‖ u32 len(nonce) ‖ nonce`.
     static func discriminator(_ data: SecretServiceData?) -> [UInt8]? {
-        guard let data, !data.isPlainLogin else { return nil }
+        guard let data, !data.hasGenericIdentity else { return nil }
         var out: [UInt8] = [0x53]
         appendField(Array(data.collection.utf8), to: &out)
         appendU32(UInt32(data.attributes.count), to: &out)

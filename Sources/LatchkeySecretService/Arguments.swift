@@ -1,3 +1,4 @@
+import LatchkeyCrypto
 import LatchkeyDesktop
 import LatchkeyEngine
 
@@ -7,12 +8,29 @@ enum Arguments {
     /// Objects per `Unlock`, `Lock` or `GetSecrets` call.
     static let maxObjects = 1024
 
-    /// The call's arguments, if its body has exactly `signature`.
-    static func read(_ call: BusMessage, _ signature: String) throws(BusError) -> [BusValue] {
+    /// What reading one call may build (docs/SECRET-SERVICE.md §6): the largest legitimate call is a
+    /// `CreateItem` with a full attribute map (about 1,100 values) or a `GetSecrets` of 1,024 items.
+    static let limits = ReadLimits(maxValues: 4096, maxArrayElements: maxObjects,
+                                   maxStringBytes: SecretServiceLimits.maxStringBytes,
+                                   maxByteArray: SecretServiceLimits.maxSecretBytes + 2 * AES128CBC.blockSize)
+
+    /// For the calls that carry an attribute map (`SearchItems`, `CreateItem`, `Set`): no array may
+    /// be longer than a map may be, so a huge map is refused after 256 entries, not after all of them.
+    static let attributeLimits: ReadLimits = {
+        var limits = Arguments.limits
+        limits.maxArrayElements = SecretServiceLimits.maxAttributes
+        return limits
+    }()
+
+    /// The call's arguments, if its body has exactly `signature`, read within `limits`. With
+    /// `wipingByteArrays` the byte arrays are zeroed in the message once read (a secret's bytes);
+    /// the caller wipes the returned values when done (`BusValue.wipeByteArrays`).
+    static func read(_ call: BusMessage, _ signature: String, limits: ReadLimits = Arguments.limits,
+                     wipingByteArrays: Bool = false) throws(BusError) -> [BusValue] {
         guard call.signature == signature else {
             throw SecretServiceErrors.invalidArgs("expected arguments (\(signature)), got (\(call.signature))")
         }
-        return try call.arguments()
+        return try call.arguments(within: limits, wipingByteArrays: wipingByteArrays)
     }
 
     static func string(_ value: BusValue) throws(BusError) -> String {
@@ -41,21 +59,17 @@ enum Arguments {
         return paths
     }
 
-    /// An `ay` of at most `limit` bytes.
+    /// An `ay` of at most `limit` bytes. The result shares its storage with `value` (wiping one wipes
+    /// both).
     static func bytes(_ value: BusValue, limit: Int) throws(BusError) -> [UInt8] {
-        guard case .array("y", let items) = value else { throw SecretServiceErrors.invalidArgs("expected a byte array") }
-        guard items.count <= limit else { throw SecretServiceErrors.invalidArgs("a byte array is longer than \(limit) bytes") }
-        var out: [UInt8] = []
-        out.reserveCapacity(items.count)
-        for item in items {
-            guard case .byte(let b) = item else { throw SecretServiceErrors.invalidArgs("expected a byte array") }
-            out.append(b)
-        }
-        return out
+        guard case .byteArray(let bytes) = value else { throw SecretServiceErrors.invalidArgs("expected a byte array") }
+        guard bytes.count <= limit else { throw SecretServiceErrors.invalidArgs("a byte array is longer than \(limit) bytes") }
+        return bytes
     }
 
+    /// An `ay` sharing `bytes`' storage.
     static func byteArray(_ bytes: [UInt8]) -> BusValue {
-        .array(elementType: "y", bytes.map { .byte($0) })
+        .byteArray(bytes)
     }
 
     /// An `a{ss}` attribute map, within the caps of `SecretServiceLimits`; a repeated name is refused.

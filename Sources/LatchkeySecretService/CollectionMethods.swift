@@ -1,7 +1,6 @@
 import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyModel
-import LatchkeySecrets
 
 /// `org.freedesktop.Secret.Collection` at /org/freedesktop/secrets/collection/ID and /aliases/NAME.
 extension SecretService {
@@ -24,18 +23,22 @@ extension SecretService {
             try call.reply([.objectPath(SS.noObject)])
 
         case "SearchItems":
-            let arguments = try Arguments.read(call, "a{ss}")
+            let arguments = try Arguments.read(call, "a{ss}", limits: Arguments.attributeLimits)
             let found = try engine.search(try Arguments.attributes(arguments[0]), in: id)
             try call.reply([Arguments.objectPathList(found.map { ObjectPath.itemPath($0.collection, $0.id) })])
 
         case "CreateItem":
-            let arguments = try Arguments.read(call, "a{sv}(oayays)b")
+            // The secret's bytes are zeroed in the message as they are read, and in what was read
+            // from it once the item is stored.
+            let arguments = try Arguments.read(call, "a{sv}(oayays)b", limits: Arguments.attributeLimits,
+                                               wipingByteArrays: true)
+            defer { for argument in arguments { argument.wipeByteArrays() } }
             let properties = try Arguments.properties(arguments[0])
             let label = try properties[SS.Property.itemLabel].map(Arguments.label) ?? ""
             let attributes = try properties[SS.Property.itemAttributes].map(Arguments.attributes) ?? SecretAttributes()
             let replace = try Arguments.bool(arguments[2])
-            var secret = try sessions.decode(arguments[1], caller: call.sender ?? "")
-            defer { SecretBytes.wipe(&secret.value) }
+            let secret = try sessions.decode(arguments[1], caller: call.sender ?? "")
+            defer { secret.wipe() }
             let (item, created) = try engine.createItem(in: id, label: label, attributes: attributes, secret: secret,
                                                        replace: replace)
             try call.reply([.objectPath(ObjectPath.itemPath(id, item)), .objectPath(SS.noObject)])
@@ -54,9 +57,11 @@ extension SecretService {
             // The hot path: the engine checks membership and lock state itself, in one pass.
             let sessionPath = try Arguments.objectPath(try Arguments.read(call, "o")[0])
             let session = try sessions.session(sessionPath, caller: call.sender ?? "")
-            var secret = try engine.secret(id, in: try collectionID(name))
-            defer { SecretBytes.wipe(&secret.value) }
-            try call.reply([try sessions.encode(secret, sessionPath: sessionPath, session: session)])
+            let secret = try engine.secret(id, in: try collectionID(name))
+            defer { secret.wipe() }
+            let encoded = try sessions.encode(secret, sessionPath: sessionPath, session: session)
+            defer { encoded.wipeByteArrays() }
+            try call.reply([encoded])
             return .handled
         }
         let info = try itemInfo(name, id)
@@ -68,9 +73,10 @@ extension SecretService {
             itemSignal(bus, "ItemDeleted", collection: info.collection, item: id)
 
         case "SetSecret":
-            let arguments = try Arguments.read(call, "(oayays)")
-            var secret = try sessions.decode(arguments[0], caller: call.sender ?? "")
-            defer { SecretBytes.wipe(&secret.value) }
+            let arguments = try Arguments.read(call, "(oayays)", wipingByteArrays: true)
+            defer { for argument in arguments { argument.wipeByteArrays() } }
+            let secret = try sessions.decode(arguments[0], caller: call.sender ?? "")
+            defer { secret.wipe() }
             try engine.updateItem(id, in: info.collection, secret: secret)
             try call.reply()
             itemSignal(bus, "ItemChanged", collection: info.collection, item: id)

@@ -29,8 +29,11 @@ extension SecretService {
             let description = "A program identifying as \(caller) wants to unlock your keychain. "
                 + "Enter the keychain password to allow it."
             let prompter = prompter, keychain = keychain, connection = connection, log = log
+            // The prompter talks to the bus the service is on (pinentry-gnome3 needs it).
+            let busAddress: String? = if case .address(let address) = connection.endpoint { address } else { nil }
             let started = startDetachedThread { [self] in
-                let outcome = prompter.run(description: description, cancellation: cancellation) { password in
+                let outcome = prompter.run(description: description, cancellation: cancellation,
+                                           busAddress: busAddress) { password in
                     do {
                         try keychain.unlock(password: password)
                         return true

@@ -37,11 +37,14 @@ public struct PinentryPrompter: Sendable {
 
     /// Runs one prompt: asks up to `attempts` times, calling `verify` with each password (on this
     /// thread), until it returns true. Blocks; `cancellation` ends it from another thread.
-    func run(description: String, cancellation: PromptCancellation,
+    /// `busAddress` is the bus the service runs on, handed to the prompter as
+    /// `DBUS_SESSION_BUS_ADDRESS` (nil: the agent's own variable, if any).
+    func run(description: String, cancellation: PromptCancellation, busAddress: String? = nil,
              verify: (SecretBytes) -> Bool) -> Outcome {
         let channel: PinentryChannel
         do {
-            channel = try PinentryChannel(command: command, timeoutSeconds: timeoutSeconds, cancellation: cancellation)
+            channel = try PinentryChannel(command: command, timeoutSeconds: timeoutSeconds, cancellation: cancellation,
+                                          environment: PrompterEnvironment.current(busAddress: busAddress))
         } catch {
             return cancellation.isCancelled ? .cancelled : .failed(error.message)
         }
@@ -62,44 +65,6 @@ public struct PinentryPrompter: Sendable {
         } catch {
             return cancellation.isCancelled ? .cancelled : .failed(error.message)
         }
-    }
-}
-
-/// Lets another thread end a running prompt (`Dismiss`, or the client leaving the bus).
-final class PromptCancellation: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var cancelled = false
-    private var pid: pid_t = 0
-
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-
-    var isCancelled: Bool {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return cancelled
-    }
-
-    /// Marks the prompt cancelled and stops its program, if one runs.
-    func cancel() {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        cancelled = true
-        if pid > 0 { kill(pid, SIGTERM) }
-    }
-
-    /// Records the running program; returns false (and the caller must stop it) if already cancelled.
-    func started(_ child: pid_t) -> Bool {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        pid = child
-        return !cancelled
-    }
-
-    func finished() {
-        pthread_mutex_lock(&mutex)
-        pid = 0
-        pthread_mutex_unlock(&mutex)
     }
 }
 
@@ -153,6 +118,7 @@ enum Assuan {
 /// never a SIGPIPE for the agent).
 private final class PinentryChannel {
     static let maxLine = 65_536
+    static let chunk = 4096
 
     private let fd: Int32
     private let pid: pid_t
@@ -160,9 +126,13 @@ private final class PinentryChannel {
     private let cancellation: PromptCancellation
     private var buffer: [UInt8] = []
 
-    init(command: [String], timeoutSeconds: Int, cancellation: PromptCancellation) throws(PrompterError) {
+    init(command: [String], timeoutSeconds: Int, cancellation: PromptCancellation,
+         environment: [String]) throws(PrompterError) {
         self.timeoutSeconds = timeoutSeconds
         self.cancellation = cancellation
+        // Never reallocated (it holds at most maxLine bytes and one chunk), so no copy of a password
+        // line is left behind in freed memory.
+        buffer.reserveCapacity(Self.maxLine + Self.chunk)
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw PrompterError(message: "socketpair: \(String(cString: strerror(errno)))")
@@ -175,8 +145,11 @@ private final class PinentryChannel {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer { for pointer in envp { free(pointer) } }
         var child: pid_t = 0
-        let spawned = posix_spawnp(&child, command[0], &actions, nil, &argv, environ)
+        // posix_spawnp searches the agent's PATH; the program itself sees only `environment`.
+        let spawned = posix_spawnp(&child, command[0], &actions, nil, &argv, &envp)
         Glibc.close(pair[1])
         guard spawned == 0 else {
             Glibc.close(pair[0])
@@ -184,7 +157,8 @@ private final class PinentryChannel {
         }
         fd = pair[0]
         pid = child
-        if !cancellation.started(child) { kill(child, SIGTERM) }
+        // Already dismissed: `started` has stopped it.
+        cancellation.started(child)
     }
 
     func close() {
@@ -192,18 +166,17 @@ private final class PinentryChannel {
         defer { SecretBytes.wipe(&buffer) }
         _ = try? send("BYE")
         Glibc.close(fd)
-        // Give it a moment to exit on its own, then make sure.
-        var status: Int32 = 0
+        // Give it a moment to exit on its own, then make sure. It stays unreaped until `reap`, so
+        // its pid cannot be given to another process while anyone may still signal it.
         for _ in 0..<50 {
-            if waitpid(pid, &status, WNOHANG) != 0 {
-                cancellation.finished()
-                return
-            }
+            if PrompterProcess.hasExited(pid) { break }
             usleep(20_000)
         }
-        kill(pid, SIGKILL)
-        waitpid(pid, &status, 0)
-        cancellation.finished()
+        if !PrompterProcess.hasExited(pid) {
+            cancellation.signal(SIGKILL)
+            PrompterProcess.waitForExit(pid)
+        }
+        cancellation.reap()
     }
 
     func command(_ line: String) throws(PrompterError) {
@@ -215,12 +188,19 @@ private final class PinentryChannel {
     func getPin() throws(PrompterError) -> SecretBytes? {
         try send("GETPIN")
         var password: [UInt8] = []
+        // Never reallocated (a line is at most maxLine bytes), so no copy is left behind unwiped.
+        password.reserveCapacity(Self.maxLine)
         defer { SecretBytes.wipe(&password) }
         while true {
             var line = try readLine()
             defer { SecretBytes.wipe(&line) }
             if line.starts(with: Array("D ".utf8)) {
-                password += Assuan.unescape(line[2...])
+                var decoded = Assuan.unescape(line[2...])
+                defer { SecretBytes.wipe(&decoded) }
+                guard password.count + decoded.count <= Self.maxLine else {
+                    throw PrompterError(message: "the prompter sent an over-long password")
+                }
+                password += decoded
             } else if line == Array("OK".utf8) || line.starts(with: Array("OK ".utf8)) {
                 return SecretBytes(consuming: &password)
             } else if line.starts(with: Array("ERR".utf8)) {
@@ -283,7 +263,7 @@ private final class PinentryChannel {
             let ready = poll(&poller, 1, 1000)
             if ready < 0 && errno != EINTR { throw PrompterError(message: "poll: \(String(cString: strerror(errno)))") }
             if ready <= 0 { continue }
-            var chunk = [UInt8](repeating: 0, count: 4096)
+            var chunk = [UInt8](repeating: 0, count: Self.chunk)
             let count = read(fd, &chunk, chunk.count)
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {

@@ -23,7 +23,7 @@ extension SecretService {
             try call.reply([.dictionary(keyType: "s", valueType: "v", all.map { (.string($0.0), .variant($0.1)) })])
 
         case "Set":
-            let arguments = try Arguments.read(call, "ssv")
+            let arguments = try Arguments.read(call, "ssv", limits: Arguments.attributeLimits)
             let interface = try Arguments.string(arguments[0])
             let name = try Arguments.string(arguments[1])
             guard case .variant(let value) = arguments[2] else { throw SecretServiceErrors.invalidArgs("value must be a variant") }

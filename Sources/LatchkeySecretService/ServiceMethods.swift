@@ -1,7 +1,6 @@
 import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyModel
-import LatchkeySecrets
 
 /// `org.freedesktop.Secret.Service` at /org/freedesktop/secrets, and `Session.Close`.
 extension SecretService {
@@ -32,7 +31,7 @@ extension SecretService {
             }
 
         case "SearchItems":
-            let arguments = try Arguments.read(call, "a{ss}")
+            let arguments = try Arguments.read(call, "a{ss}", limits: Arguments.attributeLimits)
             let found = try engine.search(try Arguments.attributes(arguments[0]))
             try call.reply([Arguments.objectPathList(found.filter { !$0.locked }.map { ObjectPath.itemPath($0.collection, $0.id) }),
                             Arguments.objectPathList(found.filter(\.locked).map { ObjectPath.itemPath($0.collection, $0.id) })])
@@ -69,13 +68,17 @@ extension SecretService {
             let items = try Arguments.objectPaths(arguments[0])
             let sessionPath = try Arguments.objectPath(arguments[1])
             let session = try sessions.session(sessionPath, caller: sender)
+            var secrets: [SecretServiceSecret] = []
             var entries: [(BusValue, BusValue)] = []
+            defer {
+                for secret in secrets { secret.wipe() }
+                for entry in entries { entry.1.wipeByteArrays() }
+            }
             for path in items {
-                guard case .item(let name, let id)? = ObjectPath(path) else {
-                    throw SecretServiceErrors.noSuchObject("\(path) is not an item")
-                }
-                var secret = try engine.secret(id, in: try collectionID(name))
-                defer { SecretBytes.wipe(&secret.value) }
+                // As gnome-keyring does: a locked item, or a path that names no item, is left out of
+                // the reply, and the client gets the secrets of the others (docs/SECRET-SERVICE.md §4).
+                guard let secret = try readableSecret(at: path) else { continue }
+                secrets.append(secret)
                 entries.append((.objectPath(path), try sessions.encode(secret, sessionPath: sessionPath, session: session)))
             }
             try call.reply([.dictionary(keyType: "o", valueType: "(oayays)", entries)])
@@ -117,6 +120,19 @@ extension SecretService {
         sessions.close(n)
         try call.reply()
         return .handled
+    }
+
+    /// The secret of the item at `path` for `GetSecrets`; nil when the item is locked or there is no
+    /// such item. Other failures (a damaged item, no keychain) are thrown and fail the whole call.
+    func readableSecret(at path: String) throws -> SecretServiceSecret? {
+        guard case .item(let name, let id)? = ObjectPath(path) else { return nil }
+        do {
+            return try engine.secret(id, in: try collectionID(name))
+        } catch {
+            let mapped = SecretServiceErrors.map(error)
+            if mapped.name == SS.ErrorName.isLocked || mapped.name == SS.ErrorName.noSuchObject { return nil }
+            throw mapped
+        }
     }
 
     /// Whether the object at `path` (a collection or an item) is locked now; throws for anything else.

@@ -80,7 +80,8 @@ final class SessionRegistry {
         sessions = sessions.filter { $0.value.owner != owner }
     }
 
-    /// A secret as the `(oayays)` struct for `session`.
+    /// A secret as the `(oayays)` struct for `session`. In a `plain` session the value shares the
+    /// secret's storage, so wiping either wipes both.
     func encode(_ secret: SecretServiceSecret, sessionPath: String, session: Session) throws(BusError) -> BusValue {
         var parameters: [UInt8] = []
         var value = secret.value
@@ -96,7 +97,9 @@ final class SessionRegistry {
                            .string(secret.contentType)])
     }
 
-    /// Reads a `(oayays)` secret sent by `caller`, decrypting it with its session.
+    /// Reads a `(oayays)` secret sent by `caller`, decrypting it with its session. In a `plain`
+    /// session the secret shares the storage of the value read; in an encrypted one it is the
+    /// decryption's own buffer. Either way `SecretServiceSecret.wipe` zeroes it.
     func decode(_ value: BusValue, caller: String) throws(BusError) -> SecretServiceSecret {
         guard case .structure(let fields) = value, fields.count == 4 else {
             throw SecretServiceErrors.invalidArgs("a secret must be (oayays)")
@@ -124,5 +127,14 @@ final class SessionRegistry {
                 throw SecretServiceErrors.invalidArgs("the secret cannot be decrypted with this session's key")
             }
         }
+    }
+}
+
+extension SecretServiceSecret {
+    /// Zeroes the secret's bytes in place, in every copy of the array that shares them (see
+    /// `BusValue.wipeByteArrays`). Swift may still have made copies of its own that this cannot
+    /// reach (docs/SECURITY.md, "Key handling in memory").
+    func wipe() {
+        BusValue.wipeShared(value)
     }
 }

@@ -1,11 +1,37 @@
 // Store support for the Secret Service (docs/SECRET-SERVICE.md): the sealed service state, the rows
-// still to be re-indexed after the `v2-secret-service` migration, and hash frequencies for ordering
-// lookups. Like the rest of the store, it sees only sealed blobs and keyed hashes.
+// still to be re-indexed (queued by the `v2-secret-service` migration, and again whenever the engine's
+// index version moves on), and hash frequencies for ordering lookups. Like the rest of the store, it sees only sealed blobs and keyed hashes.
 
 extension Store {
     /// Whether any row still waits for its Secret Service hashes.
     public func hasPendingIndexRows() throws -> Bool {
         try connection.withCachedStatement(SecretServiceSQL.anyPending) { try $0.step() }
+    }
+
+    /// The version of the Secret Service index recorded by `queueReindex` (1 when none was: what the
+    /// `v2-secret-service` migration queued), and whether any row still waits for its hashes. One
+    /// statement, run before every Secret Service request.
+    public func secretServiceIndexStatus() throws -> (version: Int, pending: Bool) {
+        try connection.withCachedStatement(SecretServiceSQL.indexStatus) { statement in
+            guard try statement.step() else { return (1, false) }
+            let recorded = statement.blob(at: 0)
+            let version = recorded.count == 4 ? recorded.reduce(0) { $0 << 8 | Int($1) } : 1
+            return (version, statement.int(at: 1) != 0)
+        }
+    }
+
+    /// Queues every row of `itemClass` for re-indexing (rows already queued stay queued once) and
+    /// records `version` as the index version, atomically. The engine calls this when the hashes it
+    /// derives from an item change, so that rows written before get them too.
+    public func queueReindex(itemClass: Int, version: Int) throws {
+        try transaction {
+            try connection.withCachedStatement(SecretServiceSQL.queueClass) { statement in
+                try statement.bind(itemClass, at: 1)
+                try statement.run()
+            }
+            let bytes = (0..<4).map { UInt8(truncatingIfNeeded: version >> (8 * (3 - $0))) }
+            try setStateValue(bytes, named: SecretServiceSQL.indexVersionName)
+        }
     }
 
     /// Up to `limit` rows recorded by the `v2-secret-service` migration that have not been re-indexed,
@@ -76,6 +102,36 @@ extension Store {
         }
     }
 
+    /// Runs `body` in one read transaction (`BEGIN DEFERRED` … `COMMIT`), so that its statements see
+    /// one snapshot and take the database's file locks once, not once each. `body` must only read:
+    /// `transaction` cannot run inside it. Inside a transaction already, `body` simply runs.
+    public func reading<T>(_ body: () throws -> T) throws -> T {
+        guard connection.isAutocommit else { return try body() }
+        try connection.execute("BEGIN DEFERRED")
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+        try connection.execute("COMMIT")
+        return result
+    }
+
+    /// Whether row `item` carries every one of `hashes` (a primary-key probe each).
+    public func carriesAll(_ hashes: [[UInt8]], item: Int64) throws -> Bool {
+        for hash in hashes {
+            let carried = try connection.withCachedStatement(SecretServiceSQL.carriesHash) { statement in
+                try statement.bind(hash, at: 1)
+                try statement.bind(item, at: 2)
+                return try statement.step()
+            }
+            if !carried { return false }
+        }
+        return true
+    }
+
     /// For each hash, how many rows carry it, counting at most `cap` (each count stops early, so this
     /// costs O(hashes × cap) whatever the store holds). Used to put the rarest hash first in a lookup.
     public func hashFrequencies(_ hashes: [[UInt8]], cap: Int) throws -> [Int] {
@@ -91,6 +147,13 @@ extension Store {
 
 enum SecretServiceSQL {
     static let anyPending = "SELECT 1 FROM ss_reindex LIMIT 1"
+    /// An `ss_state` entry that is not sealed: a version number (u32, big-endian), no secret.
+    static let indexVersionName = "index-version"
+    static let indexStatus = """
+        SELECT coalesce((SELECT value FROM ss_state WHERE name = 'index-version'), x''),
+               EXISTS (SELECT 1 FROM ss_reindex)
+        """
+    static let queueClass = "INSERT OR IGNORE INTO ss_reindex(item) SELECT id FROM items WHERE class = ?1"
     static let insertHashIfMissing = "INSERT OR IGNORE INTO item_index(hash, item) VALUES (?1, ?2)"
     static let deletePending = "DELETE FROM ss_reindex WHERE item = ?1"
     static let selectState = "SELECT value FROM ss_state WHERE name = ?1"
@@ -99,5 +162,6 @@ enum SecretServiceSQL {
         ON CONFLICT(name) DO UPDATE SET value = excluded.value
         """
     static let deleteState = "DELETE FROM ss_state WHERE name = ?1"
+    static let carriesHash = "SELECT 1 FROM item_index WHERE hash = ?1 AND item = ?2"
     static let countHashCapped = "SELECT count(*) FROM (SELECT 1 FROM item_index WHERE hash = ?1 LIMIT ?2)"
 }

@@ -56,7 +56,7 @@ final class SecretServiceEngineTests: XCTestCase {
         let id = try XCTUnwrap(found.first?.id)
         let item = try ss.item(id, in: login)
         XCTAssertEqual(item.label, "Mail")
-        XCTAssertEqual(item.attributes, attrs(["service": "mail", "account": "alice"]))
+        XCTAssertEqual(item.attributes, attrs(["service": "mail", "account": "alice", "username": "alice"]))
         XCTAssertEqual(item.contentType, "text/plain")
         XCTAssertEqual(item.created, UInt64(Date().timeIntervalSince1970), accuracy: 5)
         XCTAssertEqual(try ss.secret(id, in: login).value, Array("pw1".utf8))
@@ -68,6 +68,61 @@ final class SecretServiceEngineTests: XCTestCase {
                                          secret: text("pw3"), replace: true)
         XCTAssertFalse(replaced.created)
         XCTAssertEqual(try kc.copy(genp("mail", "bob", ["r_Data": .bool(true)])), bytes("pw3"))
+        // It keeps its view, `username` included, and its SecItem identity.
+        XCTAssertEqual(try ss.item(replaced.id, in: login).attributes,
+                       attrs(["service": "mail", "account": "bob", "username": "bob"]))
+        XCTAssertEqual(status { _ = try kc.add(genp("mail", "bob")) }, SecStatus.duplicateItem)
+    }
+
+    func testSecItemItemsAreFoundByUsernameAsPythonKeyringSearches() throws {
+        let (kc, _) = try makeKeychain()
+        _ = try kc.add(genp("github", "alice", ["v_Data": bytes("token")]))
+        _ = try kc.add(genp("github", "", ["v_Data": bytes("no account")]))
+        let ss = kc.secretService
+        let found = try ss.search(attrs(["service": "github", "username": "alice"]))
+        XCTAssertEqual(found.count, 1)
+        XCTAssertEqual(try ss.secret(try XCTUnwrap(found.first).id, in: login).value, Array("token".utf8))
+        XCTAssertEqual(try ss.search(attrs(["username": "alice", "account": "alice"])).map(\.id), found.map(\.id))
+        XCTAssertEqual(try ss.search(attrs(["username": "bob"])), [])
+        // An empty acct has no account and no username in the view.
+        let other = try XCTUnwrap(ss.search(attrs(["service": "github"])).first { $0.id != found[0].id })
+        XCTAssertEqual(try ss.item(other.id, in: login).attributes, attrs(["service": "github"]))
+
+        // Sealing the view (a label set through Secret Service) keeps the item unique as SecItem's, and a
+        // SecItemUpdate of acct moves `username` with `account`.
+        try ss.updateItem(found[0].id, in: login, label: "GitHub")
+        XCTAssertEqual(status { _ = try kc.add(genp("github", "alice")) }, SecStatus.duplicateItem)
+        try kc.update(genp("github", "alice"), ["acct": .string("alice2")])
+        XCTAssertEqual(try ss.item(found[0].id, in: login).attributes,
+                       attrs(["service": "github", "account": "alice2", "username": "alice2"]))
+        XCTAssertEqual(try ss.search(attrs(["service": "github", "username": "alice2"])).map(\.id), [found[0].id])
+        XCTAssertEqual(status { _ = try kc.add(genp("github", "alice2")) }, SecStatus.duplicateItem)
+    }
+
+    func testKeyringSetPasswordOverASecItemItemChangesThatItem() throws {
+        let (kc, _) = try makeKeychain()
+        _ = try kc.add(genp("svc", "u", ["v_Data": bytes("old")]))
+        let ss = kc.secretService
+        let viewed = try XCTUnwrap(ss.search(attrs(["service": "svc", "username": "u"])).first)
+        // keyring.set_password("svc", "u", "new"): CreateItem(replace) with keyring's attributes.
+        let keyring = attrs(["application": "Python keyring library", "service": "svc", "username": "u"])
+        let made = try ss.createItem(in: login, label: "Password for 'u' on 'svc'", attributes: keyring,
+                                     secret: text("new"), replace: true)
+        XCTAssertFalse(made.created)
+        XCTAssertEqual(made.id, viewed.id, "the account's SecItem item, not a second one")
+        XCTAssertEqual(try kc.copy(genp("svc", "u", ["r_Data": .bool(true)])), bytes("new"))
+        XCTAssertEqual(try ss.item(made.id, in: login).attributes,
+                       attrs(["account": "u", "application": "Python keyring library", "service": "svc", "username": "u"]))
+        XCTAssertEqual(try ss.search(attrs(["service": "svc", "username": "u"])).map(\.id), [made.id])
+        XCTAssertEqual(try ss.search(attrs(["service": "svc", "account": "u"])).map(\.id), [made.id])
+        // It is still the generic password of (svc, u) for SecItem's uniqueness...
+        XCTAssertEqual(status { _ = try kc.add(genp("svc", "u")) }, SecStatus.duplicateItem)
+        // ...and keyring replacing it again changes it in place (now by its own attributes).
+        XCTAssertEqual(try ss.createItem(in: login, label: "again", attributes: keyring, secret: text("newer"),
+                                         replace: true).id, made.id)
+        XCTAssertEqual(try kc.copy(genp("svc", "u", ["r_Data": .bool(true)])), bytes("newer"))
+        // replace = false never takes it over.
+        XCTAssertTrue(try ss.createItem(in: login, label: "", attributes: keyring, secret: text("dup"), replace: false).created)
     }
 
     func testKeyringStyleItemsMapUsernameToAccountAndKeepTheirOwnIdentity() throws {
@@ -81,7 +136,10 @@ final class SecretServiceEngineTests: XCTestCase {
         XCTAssertEqual(status { _ = try kc.add(genp("svc", "u", ["v_Data": bytes("apple")])) }, 0)
         // ...and a search by `account` does not find an item whose acct came from `username`.
         XCTAssertEqual(try ss.search(attrs(["account": "u", "service": "svc"])).count, 1, "only the SecItem one")
-        XCTAssertEqual(try ss.search(attrs(["username": "u"])).count, 1)
+        // The SecItem item's view has `username` too; keyring's own item comes first.
+        let byUsername = try ss.search(attrs(["username": "u"]))
+        XCTAssertEqual(byUsername.count, 2)
+        XCTAssertEqual(try ss.secret(try XCTUnwrap(byUsername.first).id, in: login).value, Array("k".utf8))
         XCTAssertEqual(try ss.search(attrs(["service": "svc"])).count, 2)
     }
 
@@ -113,6 +171,32 @@ final class SecretServiceEngineTests: XCTestCase {
         let p2 = try ss.createItem(in: login, label: "p", attributes: plain, secret: text("2"), replace: false)
         XCTAssertNotEqual(p1.id, p2.id)
         XCTAssertEqual(try kc.copy(genp("p", "q", ["r_Data": .bool(true)])), bytes("1"), "SecItem sees the older one first")
+    }
+
+    func testQueriesWithMoreAttributesThanOneLookupJoins() throws {
+        let (kc, _) = try makeKeychain()
+        let ss = kc.secretService
+        // a and b differ in one pair only, and that pair is the most common one in the keychain, so the
+        // lookup (which joins the rarest few) finds both and the per-row probe tells them apart.
+        let a = SecretAttributes((0..<20).map { .init("k\($0)", "v") })!
+        let b = a.setting("k19", "other")
+        for n in 0..<70 {
+            _ = try ss.createItem(in: login, label: "", attributes: attrs(["k19": "v", "n": "\(n)"]), secret: text(""),
+                                  replace: false)
+        }
+        let madeA = try ss.createItem(in: login, label: "a", attributes: a, secret: text("a"), replace: true)
+        let madeB = try ss.createItem(in: login, label: "b", attributes: b, secret: text("b"), replace: true)
+        XCTAssertEqual(try ss.search(a).map(\.id), [madeA.id])
+        XCTAssertEqual(try ss.search(b).map(\.id), [madeB.id])
+        XCTAssertEqual(try ss.search(a.setting("k19", nil)).count, 2)
+        XCTAssertEqual(try ss.createItem(in: login, label: "a2", attributes: a, secret: text("a2"), replace: true).id, madeA.id)
+        // Locked rows are matched on their hashes alone: every pair is checked there too.
+        kc.lock(all: false)
+        XCTAssertEqual(try ss.search(a), [SecretServiceItemInfo(id: madeA.id, collection: login, locked: true)])
+        XCTAssertEqual(try ss.search(b).map(\.id), [madeB.id])
+        // The full 256 pairs of the cap are a valid query.
+        let full = SecretAttributes((0..<SecretServiceLimits.maxAttributes).map { .init("k\($0)", "v") })!
+        XCTAssertEqual(try ss.search(full), [])
     }
 
     func testAttributesAreComparedByteForByte() throws {
@@ -263,6 +347,29 @@ final class SecretServiceEngineTests: XCTestCase {
                 XCTAssertNil(contents.range(of: Data(marker.utf8)), "\(marker) found in \(name)")
             }
         }
+    }
+
+    func testRowsFromBeforeTheUsernameViewAreReindexedOnce() throws {
+        let (kc, directory) = try makeKeychain()
+        _ = try kc.add(genp("old", "alice", ["v_Data": bytes("1")]))
+        let ss = kc.secretService
+        XCTAssertEqual(try ss.search(attrs(["username": "alice"])).count, 1)
+        // Make the database what the previous mapping (index version 1) left: no `username` hashes,
+        // no index version recorded.
+        let indexKey = try XCTUnwrap(kc.keys.indexKey)
+        let hash = try SecretServiceMapping.pairHash(.init("username", "alice"), indexKey: indexKey)
+        let sql = "DELETE FROM item_index WHERE hash = X'\(hash.map { String(format: "%02x", $0) }.joined())'; "
+            + "DELETE FROM ss_state WHERE name = 'index-version';"
+        let database = KeychainLocation(directory: directory).databasePath
+        let sqlite = try TestShell.run("/usr/bin/sqlite3", [database, sql])
+        XCTAssertEqual(sqlite.status, 0, sqlite.err)
+
+        let restarted = Keychain(location: kc.location)
+        try restarted.unlock(password: secret("pw"))
+        XCTAssertEqual(try restarted.secretService.search(attrs(["username": "alice"])).count, 1)
+        let recorded = try TestShell.run("/usr/bin/sqlite3", [database,
+            "SELECT hex(value) FROM ss_state WHERE name = 'index-version'; SELECT count(*) FROM ss_reindex;"])
+        XCTAssertEqual(recorded.out, "00000002\n0\n", "recorded once; nothing left to re-index")
     }
 
     func testRowsFromBeforeSecretServiceAreReindexedWhenTheirKeyIsHeld() throws {

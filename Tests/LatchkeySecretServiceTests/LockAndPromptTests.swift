@@ -66,9 +66,10 @@ final class LockAndPromptTests: SecretServiceTestCase {
         let session = try client.openPlainSession()
         XCTAssertEqual(client.errorName(item, SSPath.itemInterface, "GetSecret", [.objectPath(session)]),
                        "org.freedesktop.Secret.Error.IsLocked")
-        XCTAssertEqual(client.errorName(SSPath.service, SSPath.serviceInterface, "GetSecrets",
-                                        [.array(elementType: "o", [.objectPath(item)]), .objectPath(session)]),
-                       "org.freedesktop.Secret.Error.IsLocked")
+        // GetSecrets leaves a locked item out, as gnome-keyring does (testGetSecretsLeavesOutLockedItems).
+        XCTAssertEqual(try client.call(SSPath.service, SSPath.serviceInterface, "GetSecrets",
+                                       [.array(elementType: "o", [.objectPath(item)]), .objectPath(session)]),
+                       [.array(elementType: "{o(oayays)}", [])])
         XCTAssertEqual(client.errorName(SSPath.login, SSPath.collectionInterface, "CreateItem", [
             .dictionary(keyType: "s", valueType: "v", []), SecretServiceClient.plainSecret(session, "x"), .boolean(false),
         ]), "org.freedesktop.Secret.Error.IsLocked")
@@ -93,6 +94,38 @@ final class LockAndPromptTests: SecretServiceTestCase {
         XCTAssertEqual(lockReply.last, .objectPath("/"))
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "s",
                                             kSecReturnData: true] as NSDictionary, &data), errSecInteractionNotAllowed)
+    }
+
+    func testGetSecretsLeavesOutLockedItemsAndReturnsTheOthers() throws {
+        try prepare()
+        // An AfterFirstUnlock item made through SecItem stays readable after a screen lock.
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "ck",
+                                   kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
+                                   kSecValueData: Data("still readable".utf8)] as NSDictionary, nil), errSecSuccess)
+        try lockWithCLI()
+        let found = try client.call(SSPath.service, SSPath.serviceInterface, "SearchItems",
+                                    [SecretServiceClient.attributes([("service", "s")])])
+        let readable = try XCTUnwrap(found.first?.elements?.first?.string)
+        XCTAssertEqual(found.last?.elements, [.objectPath(item)])
+
+        let session = try client.openPlainSession()
+        let paths = [item, readable, SSPath.login + "/00112233445566778899aabbccddeeff", SSPath.login, "/not/ours"]
+        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "GetSecrets",
+                                    [.array(elementType: "o", paths.map { .objectPath($0) }), .objectPath(session)])
+        let entries = try XCTUnwrap(reply.first?.elements)
+        XCTAssertEqual(entries.count, 1, "only the unlocked item: locked ones and paths that name no item are left out")
+        guard case .dictEntry(let path, let secret)? = entries.first else { return XCTFail("not a dictionary entry") }
+        XCTAssertEqual(path, .objectPath(readable))
+        XCTAssertEqual(SecretServiceClient.bytes(secret.fields?[2]), Array("still readable".utf8))
+        // Errors that are not about one item still fail the call.
+        XCTAssertEqual(client.errorName(SSPath.service, SSPath.serviceInterface, "GetSecrets", [
+            .array(elementType: "o", [.objectPath(readable)]), .objectPath("/org/freedesktop/secrets/session/999"),
+        ]), "org.freedesktop.Secret.Error.NoSession")
+        // libsecret (which asks GetSecrets for what it found unlocked) reads the readable item.
+        let result = try secretTool(["search", "--all", "service", "s"])
+        XCTAssertEqual(result.status, 0, result.err)
+        XCTAssertTrue(result.out.contains("secret = still readable"), result.out)
+        XCTAssertFalse(result.out.contains("the secret"), result.out)
     }
 
     func testUnlockPromptAsksThePrompterAndCompletes() throws {

@@ -89,6 +89,12 @@ final class PythonClientTests: SecretServiceTestCase {
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "from-secitem",
                                    kSecAttrAccount: "user", kSecValueData: Data("apple".utf8)] as NSDictionary, nil),
                        errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
+                                   kSecAttrAccount: "user", kSecValueData: Data("old".utf8)] as NSDictionary, nil),
+                       errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "deleted-by-keyring",
+                                   kSecAttrAccount: "user", kSecValueData: Data("x".utf8)] as NSDictionary, nil),
+                       errSecSuccess)
         let result = try runPython("""
             import keyring
             from keyring.backends import SecretService
@@ -97,13 +103,22 @@ final class PythonClientTests: SecretServiceTestCase {
             assert keyring.get_password("py-service", "py-user") == "py-password"
             keyring.set_password("py-service", "py-user", "changed")
             assert keyring.get_password("py-service", "py-user") == "changed"
-            # keyring searches {"username", "service"}: an item made through SecItem is not one of its own
-            # (its view has "account"), so keyring does not see it; secretstorage does.
-            assert keyring.get_password("from-secitem", "user") is None
+            # keyring searches {"username", "service"}: the view of an item made through SecItem has
+            # "username" as well as "account", so keyring finds it (and so does secretstorage).
+            assert keyring.get_password("from-secitem", "user") == "apple"
+            cred = keyring.get_credential("from-secitem", None)
+            assert (cred.username, cred.password) == ("user", "apple"), (cred.username, cred.password)
             import secretstorage
             conn = secretstorage.dbus_init()
             [seen] = secretstorage.search_items(conn, {"service": "from-secitem", "account": "user"})
             assert seen.get_secret() == b"apple"
+            assert seen.get_attributes() == {"service": "from-secitem", "account": "user", "username": "user"}
+            # set_password on an account that SecItem made changes that item, not a second one.
+            keyring.set_password("rotated-by-keyring", "user", "new")
+            assert keyring.get_password("rotated-by-keyring", "user") == "new"
+            assert len(list(secretstorage.search_items(conn, {"service": "rotated-by-keyring"}))) == 1
+            keyring.delete_password("deleted-by-keyring", "user")
+            assert keyring.get_password("deleted-by-keyring", "user") is None
             keyring.set_password("to-delete", "u", "x")
             keyring.delete_password("to-delete", "u")
             assert keyring.get_password("to-delete", "u") is None
@@ -117,6 +132,16 @@ final class PythonClientTests: SecretServiceTestCase {
                                             kSecAttrAccount: "py-user", kSecReturnData: true] as NSDictionary, &data),
                        errSecSuccess)
         XCTAssertEqual((data as? Data).map { String(decoding: $0, as: UTF8.self) }, "changed")
+        // The SecItem items keyring changed and deleted.
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
+                                            kSecAttrAccount: "user", kSecReturnData: true] as NSDictionary, &data),
+                       errSecSuccess)
+        XCTAssertEqual((data as? Data).map { String(decoding: $0, as: UTF8.self) }, "new")
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
+                                   kSecAttrAccount: "user", kSecValueData: Data("again".utf8)] as NSDictionary, nil),
+                       errSecDuplicateItem, "still the one generic password of that service and account")
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "deleted-by-keyring",
+                                            kSecReturnData: true] as NSDictionary, &data), errSecItemNotFound)
     }
 
     func testKeyringUnlocksALockedKeychainThroughThePrompter() throws {

@@ -184,8 +184,7 @@ final class SecretServiceClient {
 
     /// A `(oayays)` secret in a plain session.
     static func plainSecret(_ session: String, _ value: String, contentType: String = "text/plain") -> BusValue {
-        .structure([.objectPath(session), .array(elementType: "y", []),
-                    .array(elementType: "y", Array(value.utf8).map { .byte($0) }), .string(contentType)])
+        .structure([.objectPath(session), .byteArray([]), .byteArray(Array(value.utf8)), .string(contentType)])
     }
 
     static func attributes(_ pairs: [(String, String)]) -> BusValue {
@@ -193,7 +192,7 @@ final class SecretServiceClient {
     }
 
     static func bytes(_ value: BusValue?) -> [UInt8]? {
-        value?.elements?.compactMap { if case .byte(let b) = $0 { b } else { nil } }
+        value?.bytes
     }
 }
 

@@ -73,6 +73,52 @@ final class ServiceProtocolTests: SecretServiceTestCase {
         try assertStillServing()
     }
 
+    /// A map of 100,000 pairs (about 2.4 MB) to each method that takes an attribute map: refused by the
+    /// capped reader after its 257th entry, never parsed whole, and the agent keeps serving.
+    func testHugeAttributeMapsAreRefusedWhileReading() throws {
+        try createKeychain()
+        let client = try SecretServiceClient(bus.address)
+        let session = try client.openPlainSession()
+        let made = try client.call(SSPath.login, SSPath.collectionInterface, "CreateItem", [
+            .dictionary(keyType: "s", valueType: "v", []), SecretServiceClient.plainSecret(session, "x"), .boolean(false),
+        ])
+        let item = try XCTUnwrap(made.first?.string)
+        let huge = SecretServiceClient.attributes((0..<100_000).map { ("k\($0)", "v") })
+        let refused = "message refused while reading it: an array has more than 256 elements"
+        func error(_ path: String, _ interface: String, _ member: String, _ arguments: [BusValue]) -> BusError? {
+            do {
+                try client.call(path, interface, member, arguments)
+                return nil
+            } catch {
+                return error as? BusError
+            }
+        }
+        let calls: [(String, String, String, [BusValue])] = [
+            (SSPath.service, SSPath.serviceInterface, "SearchItems", [huge]),
+            (SSPath.login, SSPath.collectionInterface, "SearchItems", [huge]),
+            (SSPath.login, SSPath.collectionInterface, "CreateItem", [
+                .dictionary(keyType: "s", valueType: "v", [(.string("org.freedesktop.Secret.Item.Attributes"), .variant(huge))]),
+                SecretServiceClient.plainSecret(session, "x"), .boolean(false),
+            ]),
+            (item, "org.freedesktop.DBus.Properties", "Set",
+             [.string(SSPath.itemInterface), .string("Attributes"), .variant(huge)]),
+        ]
+        for (path, interface, member, arguments) in calls {
+            let failure = error(path, interface, member, arguments)
+            XCTAssertEqual(failure?.name, "org.freedesktop.DBus.Error.InvalidArgs", "\(member)")
+            XCTAssertEqual(failure?.message, refused, "\(member)")
+        }
+        // 256 pairs are fine; 257 are refused by the same reader.
+        let full = SecretServiceClient.attributes((0..<256).map { ("k\($0)", "v") })
+        XCTAssertEqual(try client.call(SSPath.service, SSPath.serviceInterface, "SearchItems", [full]).count, 2)
+        let over = SecretServiceClient.attributes((0..<257).map { ("k\($0)", "v") })
+        XCTAssertEqual(error(SSPath.service, SSPath.serviceInterface, "SearchItems", [over])?.message, refused)
+        // Nothing was stored or changed, and the agent is still there.
+        XCTAssertEqual(try client.property(item, SSPath.itemInterface, "Attributes"), .array(elementType: "{ss}", []))
+        XCTAssertEqual(try client.property(SSPath.login, SSPath.collectionInterface, "Items")?.elements, [.objectPath(item)])
+        try assertStillServing()
+    }
+
     func testPropertiesSignalsCollectionsAndAliases() throws {
         try createKeychain()
         let client = try SecretServiceClient(bus.address)

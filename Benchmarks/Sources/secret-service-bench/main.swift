@@ -6,7 +6,12 @@
 //   - bulk import: the time to fill up to the size, and items per second;
 //   - p50/p99 latency of SearchItems (two attributes, one match), Item.GetSecret (plain session) and
 //     CreateItem (a new item; the timed items are deleted again afterwards, untimed);
+//   - the provider's own CPU time per SearchItems and GetSecret (all its threads, from
+//     /proc/PID/task/*/schedstat): what the provider does per call, which other load on the machine
+//     barely moves, unlike the latency;
 //   - the bus round trip (Peer.Ping to the provider), which every call pays.
+// SearchItems and GetSecret are measured in --rounds rounds of --ops calls; a p50 is the median of the
+// rounds' p50s (a round disturbed by other load on the machine does not move it), a p99 is over all.
 // gnome-keyring rewrites its whole keyring file on every change, so filling it is quadratic: a size whose
 // projected fill time exceeds --budget seconds is skipped for it, and the table says so.
 //
@@ -23,6 +28,7 @@ import Glibc
 struct Options {
     var sizes = [100, 3_000, 100_000]
     var ops = 500
+    var rounds = 3
     var createOps = 100
     var budget = 600.0
     var providers = ["latchkey", "gnome-keyring"]
@@ -32,11 +38,12 @@ struct Options {
     var cpu: Int?
 
     static let usage = """
-        usage: secret-service-bench [--sizes 100,3000,100000] [--ops N] [--create-ops N] [--budget SECONDS]
+        usage: secret-service-bench [--sizes 100,3000,100000] [--ops N] [--rounds N] [--create-ops N] [--budget SECONDS]
                                     [--providers latchkey,gnome-keyring] [--dir DIR] [--cpu N] [--markdown]
 
           --sizes LIST       item counts, filled cumulatively (default 100,3000,100000)
-          --ops N            timed SearchItems and GetSecret calls per size (default 500)
+          --ops N            timed SearchItems and GetSecret calls per round (default 500)
+          --rounds N         rounds of those per size (default 3); p50 is the median of the rounds' p50s
           --create-ops N     timed CreateItem calls per size (default 100)
           --budget SECONDS   skip a size for a provider whose projected fill time is longer (default 600)
           --providers LIST   which providers to measure, in order (default latchkey,gnome-keyring)
@@ -61,6 +68,7 @@ struct Options {
             switch arguments[k] {
             case "--sizes": options.sizes = value().split(separator: ",").map { Int($0.replacingOccurrences(of: "_", with: "")) ?? 0 }
             case "--ops": options.ops = Int(value()) ?? 0
+            case "--rounds": options.rounds = Int(value()) ?? 0
             case "--create-ops": options.createOps = Int(value()) ?? 0
             case "--budget": options.budget = Double(value()) ?? 0
             case "--providers": options.providers = value().split(separator: ",").map(String.init)
@@ -72,7 +80,7 @@ struct Options {
             }
             k += 1
         }
-        guard options.sizes.allSatisfy({ $0 > 0 }), options.sizes == options.sizes.sorted(), options.ops > 0,
+        guard options.sizes.allSatisfy({ $0 > 0 }), options.sizes == options.sizes.sorted(), options.ops > 0, options.rounds > 0,
               options.createOps > 0, options.budget > 0,
               options.providers.allSatisfy({ ["latchkey", "gnome-keyring"].contains($0) }) else { fail(usage) }
         return options
@@ -106,18 +114,38 @@ struct SplitMix: RandomNumberGenerator {
     }
 }
 
+func percentile(_ samples: [Double], _ p: Double) -> Double {
+    let sorted = samples.sorted()
+    return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
+}
+
 struct Latency {
     var p50: Double
     var p99: Double
 
     init(_ samples: [Double]) {
-        let sorted = samples.sorted()
-        func percentile(_ p: Double) -> Double {
-            sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
-        }
-        p50 = percentile(0.50)
-        p99 = percentile(0.99)
+        p50 = percentile(samples, 0.50)
+        p99 = percentile(samples, 0.99)
     }
+
+    /// Rounds of samples: the median of the rounds' p50s, and the p99 of all samples.
+    init(rounds: [[Double]]) {
+        p50 = percentile(rounds.map { percentile($0, 0.50) }, 0.50)
+        p99 = percentile(rounds.flatMap { $0 }, 0.99)
+    }
+}
+
+/// CPU time a process has used so far, all threads, in seconds (the kernel's per-thread run time in
+/// /proc/PID/task/TID/schedstat, nanoseconds). Threads that exited in between are not counted.
+func cpuSeconds(_ pid: pid_t) -> Double {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    var total: UInt64 = 0
+    for task in tasks {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
+              let first = text.split(separator: " ").first, let ns = UInt64(first) else { continue }
+        total += ns
+    }
+    return Double(total) / 1e9
 }
 
 struct Row {
@@ -127,6 +155,9 @@ struct Row {
     var fillRate: Double?
     var search: Latency?
     var getSecret: Latency?
+    /// The provider's CPU time per call (median of the rounds).
+    var searchCPU: Double?
+    var getCPU: Double?
     var create: Latency?
     var ping: Latency?
     var skipped: String?
@@ -209,8 +240,8 @@ func waitForNoProvider(_ client: Client) {
     while now() < end, (try? client.nameHasOwner("org.freedesktop.secrets")) == true { usleep(20_000) }
 }
 
-/// Starts a provider on the bus; returns how to stop it.
-func startProvider(_ name: String, bus: PrivateBus, base: String) throws -> () -> Void {
+/// Starts a provider on the bus; returns its pid and how to stop it.
+func startProvider(_ name: String, bus: PrivateBus, base: String) throws -> (pid: pid_t, stop: () -> Void) {
     switch name {
     case "latchkey":
         let run = base + "/latchkey-run", data = base + "/latchkey-data"
@@ -229,7 +260,7 @@ func startProvider(_ name: String, bus: PrivateBus, base: String) throws -> () -
         try waitForProvider(client, name)
         let pid = try client.ownerPID("org.freedesktop.secrets")
         Children.add(pid)
-        return { kill(pid, SIGTERM) }
+        return (pid, { kill(pid, SIGTERM) })
     case "gnome-keyring":
         let home = base + "/gk-home"
         for sub in ["", "/run", "/data"] {
@@ -253,10 +284,10 @@ func startProvider(_ name: String, bus: PrivateBus, base: String) throws -> () -
         input.fileHandleForWriting.write(Data("secret-service-bench".utf8))
         try input.fileHandleForWriting.close()
         Children.add(process.processIdentifier)
-        return {
+        return (process.processIdentifier, {
             process.terminate()
             process.waitUntilExit()
-        }
+        })
     default:
         fail("unknown provider \(name)")
     }
@@ -265,7 +296,7 @@ func startProvider(_ name: String, bus: PrivateBus, base: String) throws -> () -
 // MARK: - Measuring one provider
 
 func measure(_ provider: String, options: Options, bus: PrivateBus, base: String) throws -> [Row] {
-    let stop = try startProvider(provider, bus: bus, base: base)
+    let (pid, stop) = try startProvider(provider, bus: bus, base: base)
     let client = try Client(address: bus.address)
     defer {
         stop()
@@ -317,24 +348,35 @@ func measure(_ provider: String, options: Options, bus: PrivateBus, base: String
         let fillSeconds = now() - fillStart
         let filled = Double(size - (rows.last?.items ?? 0))
 
-        // Warm-up, then SearchItems with one match, at random keys.
+        // Warm-up, then rounds of SearchItems with one match at random keys, and GetSecret of what
+        // they found.
         for _ in 0..<min(50, options.ops) { _ = try client.searchItems([("bench", tag), ("n", "\(Int.random(in: 0..<size, using: &rng))")]) }
-        var searchSamples: [Double] = []
-        var paths: [String] = []
-        for _ in 0..<options.ops {
-            let n = Int.random(in: 0..<size, using: &rng)
-            let t0 = now()
-            let found = try client.searchItems([("bench", tag), ("n", "\(n)")])
-            searchSamples.append(now() - t0)
-            guard found.unlocked.count == 1 else { fail("\(provider): SearchItems n=\(n) found \(found.unlocked.count)") }
-            paths.append(found.unlocked[0])
-        }
-        var getSamples: [Double] = []
-        for path in paths {
-            let t0 = now()
-            let value = try client.getSecret(path, session: session)
-            getSamples.append(now() - t0)
-            guard value == secret else { fail("\(provider): GetSecret returned the wrong secret") }
+        var searchRounds: [[Double]] = [], getRounds: [[Double]] = []
+        var searchCPU: [Double] = [], getCPU: [Double] = []
+        for _ in 0..<options.rounds {
+            var searchSamples: [Double] = []
+            var paths: [String] = []
+            var cpu = cpuSeconds(pid)
+            for _ in 0..<options.ops {
+                let n = Int.random(in: 0..<size, using: &rng)
+                let t0 = now()
+                let found = try client.searchItems([("bench", tag), ("n", "\(n)")])
+                searchSamples.append(now() - t0)
+                guard found.unlocked.count == 1 else { fail("\(provider): SearchItems n=\(n) found \(found.unlocked.count)") }
+                paths.append(found.unlocked[0])
+            }
+            searchCPU.append((cpuSeconds(pid) - cpu) / Double(options.ops))
+            var getSamples: [Double] = []
+            cpu = cpuSeconds(pid)
+            for path in paths {
+                let t0 = now()
+                let value = try client.getSecret(path, session: session)
+                getSamples.append(now() - t0)
+                guard value == secret else { fail("\(provider): GetSecret returned the wrong secret") }
+            }
+            getCPU.append((cpuSeconds(pid) - cpu) / Double(options.ops))
+            searchRounds.append(searchSamples)
+            getRounds.append(getSamples)
         }
         var createSamples: [Double] = []
         var created: [String] = []
@@ -354,10 +396,12 @@ func measure(_ provider: String, options: Options, bus: PrivateBus, base: String
         }
         let createLatency = Latency(createSamples)
         createCosts.append((size, createLatency.p50))
+        let search = Latency(rounds: searchRounds), get = Latency(rounds: getRounds)
         rows.append(Row(provider: provider, items: size, fillSeconds: fillSeconds, fillRate: filled / fillSeconds,
-                        search: Latency(searchSamples), getSecret: Latency(getSamples), create: createLatency,
-                        ping: Latency(pingSamples)))
-        log("\(provider) at \(size): search p50 \(micro(Latency(searchSamples).p50)), get p50 \(micro(Latency(getSamples).p50)), "
+                        search: search, getSecret: get, searchCPU: percentile(searchCPU, 0.5),
+                        getCPU: percentile(getCPU, 0.5), create: createLatency, ping: Latency(pingSamples)))
+        log("\(provider) at \(size): search p50 \(micro(search.p50)) (rounds \(searchRounds.map { micro(percentile($0, 0.5)) }), "
+            + "CPU \(micro(percentile(searchCPU, 0.5)))), get p50 \(micro(get.p50)) (CPU \(micro(percentile(getCPU, 0.5)))), "
             + "create p50 \(micro(createLatency.p50)), fill \(String(format: "%.1f", fillSeconds)) s")
     }
     return rows
@@ -405,18 +449,20 @@ let cpuModel = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
 print("secret-service-bench: one private dbus-daemon, one client (sd-bus, plain session), \(ProcessInfo.processInfo.activeProcessorCount) × \(cpuModel)"
       + (options.cpu.map { ", everything pinned to CPU \($0)" } ?? ""))
 print("SearchItems: 2 attributes, 1 match; GetSecret: that item; CreateItem: a new item (deleted again, untimed); "
-      + "\(options.ops) searches and reads, \(options.createOps) creates per size")
-let header = ["provider", "items", "bulk import", "SearchItems p50/p99", "GetSecret p50/p99", "CreateItem p50/p99", "Ping p50"]
+      + "\(options.rounds) × \(options.ops) searches and reads, \(options.createOps) creates per size; "
+      + "CPU: the provider's own CPU time per call")
+let header = ["provider", "items", "bulk import", "SearchItems p50/p99", "(CPU)", "GetSecret p50/p99", "(CPU)",
+              "CreateItem p50/p99", "Ping p50"]
 var table: [[String]] = []
 for row in rows {
     if let skipped = row.skipped {
-        table.append([row.provider, "\(row.items)", skipped, "", "", "", ""])
+        table.append([row.provider, "\(row.items)", skipped, "", "", "", "", "", ""])
         continue
     }
     table.append([row.provider, "\(row.items)",
                   String(format: "%.1f s (%.0f items/s)", row.fillSeconds ?? 0, row.fillRate ?? 0),
-                  "\(micro(row.search?.p50)) / \(micro(row.search?.p99))",
-                  "\(micro(row.getSecret?.p50)) / \(micro(row.getSecret?.p99))",
+                  "\(micro(row.search?.p50)) / \(micro(row.search?.p99))", micro(row.searchCPU),
+                  "\(micro(row.getSecret?.p50)) / \(micro(row.getSecret?.p99))", micro(row.getCPU),
                   "\(micro(row.create?.p50)) / \(micro(row.create?.p99))",
                   micro(row.ping?.p50)])
 }
@@ -427,8 +473,8 @@ for line in [header] + table {
 }
 if options.markdown {
     print("")
-    print("| Provider | Items | Bulk import | SearchItems p50 / p99 | GetSecret p50 / p99 | CreateItem p50 / p99 | Ping p50 |")
-    print("|---|---:|---|---|---|---|---|")
+    print("| Provider | Items | Bulk import | SearchItems p50 / p99 | (CPU) | GetSecret p50 / p99 | (CPU) | CreateItem p50 / p99 | Ping p50 |")
+    print("|---|---:|---|---|---:|---|---:|---|---|")
     for line in table {
         print("| " + line.joined(separator: " | ") + " |")
     }
