@@ -48,30 +48,32 @@ final class Passphrase {
     /// The passphrase that opens `what`: from the options, or asked once on the terminal. May be
     /// empty (PKCS#12 files without a password have one).
     func toOpen(_ what: String) throws(InputFailure) -> SecretBytes {
-        if let cached { return cached }
-        let value: SecretBytes
-        if let given = try fromOptions() {
-            value = given
-        } else {
-            try requireTerminal(what)
-            value = try PasswordInput.prompt("Passphrase for \(what): ")
-        }
-        cached = value
-        return value
+        try obtain(what) { () throws(InputFailure) in try PasswordInput.prompt("Passphrase for \(what): ") }
     }
 
     /// A new passphrase that protects `what`: from the options, or asked twice on the terminal.
     /// Empty passphrases are refused: they would leave the private key readable to anyone.
     func toProtect(_ what: String) throws(InputFailure) -> SecretBytes {
+        let value = try obtain(what) { () throws(InputFailure) in
+            try PasswordInput.confirmed("Passphrase to protect \(what): ", "Retype the passphrase: ")
+        }
+        guard value.count > 0 else {
+            cached = nil
+            throw InputFailure("refusing an empty passphrase for \(what)")
+        }
+        return value
+    }
+
+    /// The kept passphrase, or the one from the options, or `ask` on the terminal; kept afterwards.
+    private func obtain(_ what: String, ask: () throws(InputFailure) -> SecretBytes) throws(InputFailure) -> SecretBytes {
         if let cached { return cached }
         let value: SecretBytes
         if let given = try fromOptions() {
             value = given
         } else {
             try requireTerminal(what)
-            value = try PasswordInput.confirmed("Passphrase to protect \(what): ", "Retype the passphrase: ")
+            value = try ask()
         }
-        guard value.count > 0 else { throw InputFailure("refusing an empty passphrase for \(what)") }
         cached = value
         return value
     }
