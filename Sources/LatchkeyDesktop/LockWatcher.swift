@@ -171,8 +171,7 @@ private final class WatchedBus: @unchecked Sendable {
     private func supervise() {
         var delay = retry.initial
         while true {
-            let proceed = monitor.wait { stopped || lost || connection == nil }
-            _ = proceed
+            _ = monitor.wait { stopped || lost || connection == nil }
             let (old, isStopped) = monitor.locked { () -> (BusConnection?, Bool) in
                 defer { if lost { connection = nil } }
                 return (lost ? connection : nil, stopped)

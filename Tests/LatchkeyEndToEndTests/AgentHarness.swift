@@ -53,11 +53,34 @@ class AgentTestCase: XCTestCase {
     /// Waits until `pid` is gone or a zombie (the daemonised agent is reparented, and PID 1 in a
     /// container may never reap it).
     func waitForExit(_ pid: pid_t) {
-        for _ in 0..<200 {
-            guard kill(pid, 0) == 0,
-                  let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")"),
-                  stat[stat.index(close, offsetBy: 2)] != "Z" else { return }
+        for _ in 0..<500 {
+            if kill(pid, 0) != 0 && errno == ESRCH { return }
+            // FileHandle reads to the end; String(contentsOfFile:) trusts st_size, which is 0 in /proc,
+            // and an empty read must not pass for "gone".
+            if let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/stat") {
+                let stat = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+                try? handle.close()
+                if let close = stat.lastIndex(of: ")"), stat.index(close, offsetBy: 2) < stat.endIndex,
+                   stat[stat.index(close, offsetBy: 2)] == "Z" { return }
+            }
+            usleep(10_000)
+        }
+    }
+
+    /// Waits until nothing listens on the agent socket any more (a killed agent's socket is gone with
+    /// it), so that the next call starts a new agent instead of reaching the dying one.
+    func waitUntilNothingListens() {
+        let path = Array((runtimeDirectory + "/latchkey/agent.sock").utf8)
+        for _ in 0..<500 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            close(fd)
+            if connected != 0 { return }
             usleep(10_000)
         }
     }

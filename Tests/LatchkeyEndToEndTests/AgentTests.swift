@@ -142,6 +142,14 @@ final class AgentTests: AgentTestCase {
         waitForExit(pid)
         XCTAssertGreaterThan(succeeded.count, 0)
         XCTAssertTrue(failed, "the agent should have been killed mid-stream")
+        // The failed add may have started a new agent already (then hello reaches it). Otherwise let the
+        // killed agent's socket go first: a call that connects while the dying process still holds it
+        // is reset (ECONNRESET, -25291), and the next call must start a new agent instead.
+        AgentClient.shared.resetConnection()
+        if agentPID() == nil {
+            waitUntilNothingListens()
+            AgentClient.shared.resetConnection()
+        }
         // The next call starts a new agent, which comes up locked: unlock, then check every success.
         AgentClient.shared.resetConnection()
         try KeychainControl.unlock(password: SecretBytes(copying: Array("pw".utf8)))
