@@ -53,18 +53,7 @@ class AgentTestCase: XCTestCase {
     /// Waits until `pid` is gone or a zombie (the daemonised agent is reparented, and PID 1 in a
     /// container may never reap it).
     func waitForExit(_ pid: pid_t) {
-        for _ in 0..<500 {
-            if kill(pid, 0) != 0 && errno == ESRCH { return }
-            // FileHandle reads to the end; String(contentsOfFile:) trusts st_size, which is 0 in /proc,
-            // and an empty read must not pass for "gone".
-            if let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/stat") {
-                let stat = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-                try? handle.close()
-                if let close = stat.lastIndex(of: ")"), stat.index(close, offsetBy: 2) < stat.endIndex,
-                   stat[stat.index(close, offsetBy: 2)] == "Z" { return }
-            }
-            usleep(10_000)
-        }
+        TestProcess.waitForExit(pid)
     }
 
     /// Waits until nothing listens on the agent socket any more (a killed agent's socket is gone with

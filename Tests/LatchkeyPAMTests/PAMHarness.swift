@@ -149,7 +149,7 @@ class PAMTestCase: XCTestCase {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         return entries.compactMap { name -> pid_t? in
             guard let pid = pid_t(name),
-                  let status = try? String(contentsOfFile: "/proc/\(name)/status", encoding: .utf8) else { return nil }
+                  let status = TestProcess.readProcFile("/proc/\(name)/status") else { return nil }
             let lines = status.split(separator: "\n")
             guard let uidLine = lines.first(where: { $0.hasPrefix("Uid:") }),
                   uidLine.split(separator: "\t").dropFirst().first.map(String.init) == String(uid),

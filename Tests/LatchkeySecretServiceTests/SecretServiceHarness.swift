@@ -93,13 +93,7 @@ class SecretServiceTestCase: XCTestCase {
     func stopAgent() {
         guard let pid = agentPID() else { return }
         kill(pid, SIGTERM)
-        for _ in 0..<200 {
-            guard kill(pid, 0) == 0,
-                  let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")"),
-                  stat[stat.index(close, offsetBy: 2)] != "Z" else { return }
-            usleep(10_000)
-        }
+        TestProcess.waitForExit(pid)
     }
 
     func agentLog() -> String {

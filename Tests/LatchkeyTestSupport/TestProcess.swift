@@ -17,6 +17,24 @@ public enum TestProcess {
             : URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
     }
 
+    /// A file of /proc, read to its end. (String(contentsOfFile:) trusts st_size, which is 0 there.)
+    public static func readProcFile(_ path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    /// Waits (up to 5 s) until `pid` is gone or a zombie: a daemonised agent is reparented, and PID 1 in
+    /// a container may never reap it. An unreadable /proc entry does not count as gone.
+    public static func waitForExit(_ pid: pid_t) {
+        for _ in 0..<500 {
+            if kill(pid, 0) != 0 && errno == ESRCH { return }
+            if let stat = readProcFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")"),
+               stat.index(close, offsetBy: 2) < stat.endIndex, stat[stat.index(close, offsetBy: 2)] == "Z" { return }
+            usleep(10_000)
+        }
+    }
+
     /// Runs `executable` (an absolute path) with `arguments`, writes `input` to its standard input and
     /// waits for it; returns its exit status and output.
     @discardableResult
