@@ -78,6 +78,11 @@ struct job {
 };
 
 /* context.c: options, the user, and the paths derived from them. */
+/* userjob.c: runs `j` as the user; 0 or an errno value (DROP_FAILED, ETIMEDOUT, ESTALE, ...). */
+int as_user(struct ctx *c, struct job *j);
+/* A short reason for an as_user result, for the log. */
+const char *job_errtext(int rc);
+
 void ctx_free(struct ctx *c);
 struct ctx *ctx_new(pam_handle_t *pamh, int argc, const char **argv);
 

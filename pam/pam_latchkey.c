@@ -35,121 +35,6 @@ static const char *const marker_text[] = {
 	"the login password changed but the keychain could not be re-wrapped",
 };
 
-/* ---- privileges ---- */
-
-static int write_full(int fd, const uint8_t *buf, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, buf, len)) < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n, len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Runs as the user. Only async-signal-safe calls (the child of a possibly threaded process). */
-static int job_run(const struct lk_user *u, struct job *j)
-{
-	uint8_t current[LK_KEYBAG_SIZE + 1];
-	struct stat st;
-	size_t n = 0;
-	int rc;
-
-	switch (j->kind) {
-	case JOB_READ:
-		return lk_read_user_file(j->path, u->uid, j->out, sizeof j->out, &j->out_len);
-	case JOB_REPLACE:
-		/* Compare and swap: only if the file still holds what we read (no other writer won). */
-		rc = lk_read_user_file(j->path, u->uid, current, sizeof current, &n);
-		if (rc == 0 && (n != j->expect_len || memcmp(current, j->expect, n) != 0))
-			rc = ESTALE;
-		lk_wipe(current, sizeof current);
-		return rc != 0 ? rc : lk_write_atomic(j->path, j->suffix, j->data, j->len, 1);
-	case JOB_CREATE:
-		/* A database without a keybag would be orphaned by a new keybag: leave it to a human. */
-		if ((rc = lk_mkdirs(j->dir, 0700)) != 0)
-			return rc;
-		if (lstat(j->database, &st) == 0 || errno != ENOENT)
-			return ENOTEMPTY;
-		return lk_write_atomic(j->path, j->suffix, j->data, j->len, 0);
-	case JOB_MARKER:
-		if (lstat(j->dir, &st) != 0)
-			return errno;
-		return S_ISDIR(st.st_mode) ? lk_write_atomic(j->path, j->suffix, j->data, j->len, 1) : ENOTDIR;
-	case JOB_UNLINK:
-		return unlink(j->path) == 0 || errno == ENOENT ? 0 : errno;
-	}
-	return EINVAL;
-}
-
-/* Runs `j` as the user: in a child that drops privileges when we are root (child.c: no SIGCHLD, a
- * clean slate, killed after FILE_TIMEOUT_MS), in-process when we already are the user (a screen
- * locker), never as anybody else. Returns 0 or an errno value (DROP_FAILED when the user's identity
- * could not be taken, ETIMEDOUT when the child was killed); j->out receives the child's output. */
-static int as_user(struct ctx *c, struct job *j)
-{
-	int64_t deadline;
-	int p[2], status = 0, rc, reaped, fork_errno;
-	size_t len = 0;
-	pid_t pid;
-
-	j->out_len = 0;
-	if (geteuid() != 0) {
-		rc = getuid() == c->user.uid && geteuid() == c->user.uid ? job_run(&c->user, j) : DROP_FAILED;
-		return rc == LK_DIR_NOT_SYNCED ? 0 : rc;
-	}
-	if (pipe2(p, O_CLOEXEC) != 0)
-		return errno;
-	deadline = lk_now_ms() + FILE_TIMEOUT_MS;
-	pid = lk_fork_quiet();
-	fork_errno = errno;
-	if (pid == 0) {
-		close(p[0]);
-		lk_child_reset(p[1]);
-		rc = lk_drop_privileges(&c->user) == 0 ? job_run(&c->user, j) : DROP_FAILED;
-		if (rc == 0 && j->out_len > 0 && write_full(p[1], j->out, j->out_len) != 0)
-			rc = EIO;
-		lk_wipe(j->out, sizeof j->out);
-		_exit(rc & 0xff);
-	}
-	close(p[1]);
-	if (pid < 0) {
-		rc = fork_errno;
-	} else {
-		rc = lk_read_until(p[0], j->out, sizeof j->out, &len, deadline);
-		reaped = lk_reap(pid, rc == 0 ? deadline : 0, &status);
-		if (reaped != 0) {
-			LOG(c, LOG_WARNING, "%s: the child acting as %s did not finish within %d s: %s", j->path,
-			    c->user.name, FILE_TIMEOUT_MS / 1000, reaped == ETIMEDOUT ? "killed"
-			    : "killed, but not collected (left as a zombie)");
-			rc = ETIMEDOUT;
-		} else if (rc == 0) {
-			rc = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
-		}
-	}
-	close(p[0]);
-	if (rc == LK_DIR_NOT_SYNCED) {
-		LOG(c, LOG_WARNING, "%s written, but its directory could not be synced", j->path);
-		rc = 0;
-	}
-	if (rc == 0)
-		j->out_len = len;
-	else
-		lk_wipe(j->out, sizeof j->out);
-	return rc;
-}
-
-static const char *errtext(int rc)
-{
-	return rc == DROP_FAILED ? "cannot act as the user" : rc == ESTALE ? "the file changed meanwhile"
-	     : rc == ETIMEDOUT ? "no answer from the file system in time"
-	     : rc == ENOTEMPTY ? "keychain.db exists without a keybag" : strerror(rc);
-}
-
 /* ---- keybag, device factor, marker ---- */
 
 /* 0 with `kb` filled, ENOENT when there is no keybag, -1 on any other problem (logged). */
@@ -167,7 +52,7 @@ static int read_keybag(struct ctx *c, struct lk_keybag *kb)
 	if (rc == ENOENT) {
 		DEBUG(c, "no keybag at %s", c->keybag);
 	} else if (rc != 0) {
-		LOG(c, LOG_ERR, "cannot read %s: %s", c->keybag, errtext(rc));
+		LOG(c, LOG_ERR, "cannot read %s: %s", c->keybag, job_errtext(rc));
 		rc = -1;
 	} else if ((r = lk_parse(j->out, j->out_len, kb, &reason)) != LK_OK) {
 		LOG(c, LOG_ERR, "%s: %s%s%s", c->keybag, lk_result_text(r), *reason ? ": " : "", reason);
@@ -222,7 +107,7 @@ static void write_marker(struct ctx *c, enum marker_reason why)
 	j->kind = JOB_MARKER, j->path = c->marker, j->dir = c->keychain, j->suffix = suffix;
 	j->data = (const uint8_t *)text, j->len = n > 0 && (size_t)n < sizeof text ? (size_t)n : strlen(text);
 	if ((rc = as_user(c, j)) != 0)
-		LOG(c, LOG_ERR, "cannot write %s: %s", c->marker, errtext(rc));
+		LOG(c, LOG_ERR, "cannot write %s: %s", c->marker, job_errtext(rc));
 	else
 		LOG(c, LOG_NOTICE, "keychain of %s is out of step: %s", c->user.name, marker_text[why]);
 	free(j);
@@ -237,7 +122,7 @@ static void remove_marker(struct ctx *c)
 		return;
 	j->kind = JOB_UNLINK, j->path = c->marker;
 	if ((rc = as_user(c, j)) != 0)
-		LOG(c, LOG_ERR, "cannot remove %s: %s", c->marker, errtext(rc));
+		LOG(c, LOG_ERR, "cannot remove %s: %s", c->marker, job_errtext(rc));
 	free(j);
 }
 
@@ -350,7 +235,7 @@ static int create_keybag(struct ctx *c, struct stash *s)
 	j->suffix = suffix, j->data = file, j->len = sizeof file;
 	if ((rc = as_user(c, j)) != 0) {
 		LOG(c, rc == EEXIST ? LOG_NOTICE : LOG_ERR, "not creating %s: %s", c->keybag,
-		    rc == EEXIST ? "a keybag appeared meanwhile" : errtext(rc));
+		    rc == EEXIST ? "a keybag appeared meanwhile" : job_errtext(rc));
 		goto out;
 	}
 	LOG(c, LOG_NOTICE, "created the %skeychain of %s in %s", have_ms ? "device-bound " : "", c->user.name,
@@ -650,7 +535,7 @@ PUBLIC int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char 
 	j->kind = JOB_REPLACE, j->path = c->keybag, j->suffix = suffix, j->data = after, j->len = sizeof after;
 	j->expect = before, j->expect_len = sizeof before;
 	if ((rc = as_user(c, j)) != 0) {
-		LOG(c, LOG_ERR, "cannot write %s: %s", c->keybag, errtext(rc));
+		LOG(c, LOG_ERR, "cannot write %s: %s", c->keybag, job_errtext(rc));
 		goto out;
 	}
 	LOG(c, LOG_NOTICE, "keychain of %s re-wrapped for the new password", c->user.name);
