@@ -145,7 +145,7 @@ public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorith
         }
         var plaintext = try agentOperation(key, .decrypt, algorithm, input)
         defer { SecretBytes.wipe(&plaintext) }
-        return NSData(data: Data(plaintext))
+        return plaintext.withUnsafeBytes { NSData(bytes: $0.baseAddress, length: $0.count) } // one copy, the caller's
     }
 }
 
@@ -168,7 +168,7 @@ public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutab
         }
         var bytes = try agentOperation(key, .export, nil, [])
         defer { SecretBytes.wipe(&bytes) }
-        return NSData(data: Data(bytes))
+        return bytes.withUnsafeBytes { NSData(bytes: $0.baseAddress, length: $0.count) } // one copy, the caller's
     }
 }
 
@@ -268,7 +268,7 @@ public func SecKeyCopyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKe
         if let requestedSize { fields[KeyOperation.Field.requestedSize] = .int(Int64(requestedSize)) }
         var secret = try agentOperation(privateKey, .exchange, algorithm, [], extra: fields)
         defer { SecretBytes.wipe(&secret) }
-        return NSData(data: Data(secret))
+        return secret.withUnsafeBytes { NSData(bytes: $0.baseAddress, length: $0.count) } // one copy, the caller's
     }
 }
 

@@ -71,7 +71,6 @@ extension Keychain {
         }
         let store = try store()
         var certificateItem: OpenItem?
-        var keyItem: OpenItem?
         var certificateWasDuplicate = false
         do {
             try store.transaction {
@@ -81,7 +80,7 @@ extension Keychain {
                     certificateWasDuplicate = true
                 }
                 do {
-                    keyItem = try insert(keyRequest, caller: caller, open: true)
+                    _ = try insert(keyRequest, caller: caller, open: false)
                 } catch let error as SecError where error.status == SecStatus.duplicateItem && !certificateWasDuplicate {
                     // the key was there already; the new certificate makes the identity
                 }
@@ -99,7 +98,6 @@ extension Keychain {
         } else {
             try apply(.certificate(certificate), to: &query)
         }
-        _ = keyItem
         guard let pair = try findIdentities(query, caller: caller, limit: 1).first else { throw SecError.notFound }
         return try ResultBuilder.value(for: pair, returns: request.returns)
     }
@@ -163,7 +161,7 @@ extension Keychain {
         }
         let certificate = try DictionaryParser.parseChanges(certificateChanges, itemClass: .certificate)
         let key = try DictionaryParser.parseChanges(keyChanges, itemClass: .key)
-        if let value = key.attributes["extr"], Self.integer(value) != 0 {
+        if let value = key.attributes["extr"], value.integerValue != 0 {
             throw .param("kSecAttrIsExtractable cannot be changed to true")
         }
         for group in [certificate.attributes[SecAttr.accessGroup], key.attributes[SecAttr.accessGroup]].compactMap({ $0?.stringValue }) {

@@ -234,7 +234,7 @@ extension Keychain {
             throw .param("a non-extractable key keeps kSecAttrSynchronizable")
         }
         for name in [SecAttr.keyClass, SecAttr.keyType, SecAttr.keySizeInBits] {
-            if let value = changes.attributes[name], Self.integer(value) != item.attributes[name].flatMap(Self.integer) {
+            if let value = changes.attributes[name], value.integerValue != item.attributes[name]?.integerValue {
                 throw .param("the class, type and size of a non-extractable key describe its bytes and cannot change")
             }
         }
@@ -242,7 +242,7 @@ extension Keychain {
 
     /// `kSecAttrIsExtractable` only ever goes from true to false: a key once kept in cannot be let out.
     private func checkExtractability(_ changes: AttributeChanges, _ query: ItemQuery) throws(SecError) {
-        guard query.itemClass == .key, let value = changes.attributes["extr"], Self.integer(value) != 0 else { return }
+        guard query.itemClass == .key, let value = changes.attributes["extr"], value.integerValue != 0 else { return }
         throw .param("kSecAttrIsExtractable cannot be changed to true")
     }
 

@@ -17,7 +17,7 @@ extension Keychain {
         let input = request[KeyOperation.Field.input]?.dataValue ?? []
         let exchange = KeyMaterial.ExchangeParameters(
             peer: request[KeyOperation.Field.peer]?.dataValue ?? [],
-            requestedSize: request[KeyOperation.Field.requestedSize].flatMap(Self.integer).map(Int.init),
+            requestedSize: request[KeyOperation.Field.requestedSize]?.integerValue.map(Int.init),
             sharedInfo: request[KeyOperation.Field.sharedInfo]?.dataValue ?? [])
         // Only opening the item needs the keychain's lock; the cryptography (an RSA-4096 signature takes
         // a good fraction of a second) runs outside it, so it never holds up a screen lock or other callers.
@@ -26,8 +26,8 @@ extension Keychain {
             query.persistentRef = ref
             query.synchronizable = nil
             guard let item = try find(query, caller: caller, limit: 1).first else { throw SecError.notFound }
-            let keyClass = item.attributes[SecAttr.keyClass].flatMap(Self.integer) ?? KeyReference.classPublic
-            let keyType = item.attributes[SecAttr.keyType].flatMap(Self.integer) ?? 0
+            let keyClass = item.attributes[SecAttr.keyClass]?.integerValue ?? KeyReference.classPublic
+            let keyType = item.attributes[SecAttr.keyType]?.integerValue ?? 0
             if operation == .export, !Self.isExtractable(item) {
                 throw SecError(SecStatus.dataNotAvailable, "the key is not extractable (kSecAttrIsExtractable is false)")
             }
@@ -46,10 +46,10 @@ extension Keychain {
     /// and `kSecPublicKeyAttrs` to one each, as Apple documents; each half whose merged
     /// `kSecAttrIsPermanent` is true is stored (the library generates keys that are not stored itself).
     public func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
-        guard let type = parameters[SecAttr.keyType].flatMap(Self.integer) else {
+        guard let type = parameters[SecAttr.keyType]?.integerValue else {
             throw .param("kSecAttrKeyType is missing or not a key type")
         }
-        guard let size = parameters[SecAttr.keySizeInBits].flatMap(Self.integer) else {
+        guard let size = parameters[SecAttr.keySizeInBits]?.integerValue else {
             throw .param("kSecAttrKeySizeInBits is missing or not a number")
         }
         if parameters[SecAttr.tokenID] != nil {
@@ -177,13 +177,12 @@ extension Keychain {
 
     // MARK: - Helpers
 
-    static func integer(_ value: SecValue) -> Int64? { value.integerValue }
 
     /// Whether a key item may be exported: yes without the attribute (Apple's default), otherwise only
     /// when it says 1; anything unreadable counts as no.
     static func isExtractable(_ item: OpenItem) -> Bool {
         guard let value = item.attributes["extr"] else { return true }
-        return integer(value) == 1
+        return value.integerValue == 1
     }
 
 

@@ -80,8 +80,8 @@ enum ResultBuilder {
     /// A key item as a reference. A private key is described by its public half and its persistent
     /// reference only: its bytes stay in the agent.
     private static func keyReference(_ item: OpenItem) throws(SecError) -> KeyReference {
-        let keyClass = item.attributes[SecAttr.keyClass].flatMap(Keychain.integer) ?? KeyReference.classPublic
-        let keyType = item.attributes[SecAttr.keyType].flatMap(Keychain.integer) ?? 0
+        let keyClass = item.attributes[SecAttr.keyClass]?.integerValue ?? KeyReference.classPublic
+        let keyType = item.attributes[SecAttr.keyType]?.integerValue ?? 0
         var material = try ItemSealer.openSecret(item)
         defer { SecretBytes.wipe(&material) }
         var reference = try KeyMaterial.reference(material: material, keyType: keyType, keyClass: keyClass, stored: true)
