@@ -18,6 +18,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
         // System libraries, wrapped once each.
@@ -48,10 +49,14 @@ let package = Package(
         .target(name: "LatchkeyDesktop", dependencies: ["CSystemd"]),
         // The freedesktop.org Secret Service on the session bus, backed by the engine (docs/SECRET-SERVICE.md).
         .target(name: "LatchkeySecretService",
-                dependencies: ["LatchkeyDesktop", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel", "LatchkeySecrets"]),
+                dependencies: ["LatchkeyDesktop", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel", "LatchkeySecrets",
+                               .product(name: "Logging", package: "swift-log")]),
+        // The agent's swift-log backend: its one-line format and the size cap on agent.log. Libraries take a
+        // Logger; only latchkeyd bootstraps this handler.
+        .target(name: "LatchkeyLog", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "LatchkeyAgent",
                 dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop", "LatchkeySecretService",
-                               "CLatchkeySystem"]),
+                               "CLatchkeySystem", "LatchkeyLog", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
                                                  "LatchkeyCrypto"]),
@@ -73,7 +78,7 @@ let package = Package(
         .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
         .testTarget(name: "LatchkeyEndToEndTests",
                     dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDesktop",
-                                   "LatchkeyTestSupport"]),
+                                   "LatchkeyTestSupport", "LatchkeyLog", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop", "LatchkeyTestSupport"]),
         // Secret Service against the real agent on a private dbus-daemon: secret-tool, Python secretstorage/keyring.
         .testTarget(name: "LatchkeySecretServiceTests",

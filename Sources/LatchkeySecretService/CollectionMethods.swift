@@ -14,7 +14,7 @@ extension SecretService {
             let state = try currentState()
             let paths = paths(ofCollection: id, state)
             let deleted = try engine.deleteCollection(id)
-            log(.info, "Secret Service: deleted the collection '\(id)' and its \(deleted.count) items")
+            log.info("Secret Service: deleted the collection '\(id)' and its \(deleted.count) items")
             for item in deleted {
                 for path in paths { emit(bus, path, SS.Interface.collection, "ItemDeleted", [.objectPath(ObjectPath.itemPath(id, item))]) }
             }

@@ -38,7 +38,7 @@ extension SecretService {
                         try keychain.unlock(password: password)
                         return true
                     } catch let error as SecError {
-                        log(.info, "Secret Service: unlock prompt: \(error.detail ?? "wrong password")")
+                        log.info("Secret Service: unlock prompt: \(error.detail ?? "wrong password")")
                         return false
                     } catch {
                         return false
@@ -82,17 +82,17 @@ extension SecretService {
                 do {
                     result = .objectPath(try createCollection(label: label, alias: alias, bus))
                 } catch {
-                    log(.warning, "Secret Service: creating a collection after unlocking failed: \(SecretServiceErrors.map(error))")
+                    log.warning("Secret Service: creating a collection after unlocking failed: \(SecretServiceErrors.map(error))")
                 }
             }
-            log(.info, "Secret Service: unlocked through a prompt")
+            log.info("Secret Service: unlocked through a prompt")
         case .rejected:
-            log(.info, "Secret Service: unlock prompt: \(PinentryPrompter.attempts) wrong passwords; nothing unlocked")
+            log.info("Secret Service: unlock prompt: \(PinentryPrompter.attempts) wrong passwords; nothing unlocked")
         case .cancelled:
             dismissed = true
         case .failed(let why):
             dismissed = true
-            log(.warning, "Secret Service: the prompter failed: \(why)")
+            log.warning("Secret Service: the prompter failed: \(why)")
         }
         emit(bus, path, SS.Interface.prompt, "Completed", [.boolean(dismissed), .variant(result)])
         checkLockState(bus)

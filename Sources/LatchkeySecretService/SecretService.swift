@@ -4,6 +4,7 @@ import Glibc
 import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyModel
+import Logging
 
 /// The freedesktop.org Secret Service on a D-Bus connection, backed by the keychain engine
 /// (docs/SECRET-SERVICE.md).
@@ -14,11 +15,6 @@ import LatchkeyModel
 /// per running prompt runs the prompter and the unlock (Argon2id, never on the loop) and queues its
 /// result on the loop.
 public final class SecretService: @unchecked Sendable {
-    /// How much a log line matters.
-    public enum LogLevel: Sendable {
-        case info, warning
-    }
-
     /// Why the service could not start.
     public enum StartError: Error, Sendable, CustomStringConvertible {
         /// No bus to connect to.
@@ -37,7 +33,7 @@ public final class SecretService: @unchecked Sendable {
     let engine: SecretServiceKeychain
     let keychain: Keychain
     let prompter: PinentryPrompter
-    let log: @Sendable (LogLevel, String) -> Void
+    let log: Logger
     let connection: BusConnection
 
     // Loop thread only.
@@ -47,13 +43,14 @@ public final class SecretService: @unchecked Sendable {
 
     /// Connects to `endpoint`, serves the objects and claims `org.freedesktop.secrets` (without
     /// replacing or queueing behind an owner). `onDisconnect` runs once if the bus goes away later.
+    /// The service logs to `log`, never a secret.
     public static func start(on endpoint: BusEndpoint, keychain: Keychain, prompter: PinentryPrompter,
-                             log: @escaping @Sendable (LogLevel, String) -> Void,
+                             log: Logger,
                              onDisconnect: (@Sendable () -> Void)? = nil) throws(StartError) -> SecretService {
         let connection: BusConnection
         do {
             connection = try BusConnection(endpoint) { error in
-                log(.warning, "Secret Service: \(endpoint) disconnected (\(error.message)); no longer serving it")
+                log.warning("Secret Service: \(endpoint) disconnected (\(error.message)); no longer serving it")
                 keychain.observeItemChanges(nil)
                 keychain.observeLockState(nil)
                 onDisconnect?()
@@ -97,7 +94,7 @@ public final class SecretService: @unchecked Sendable {
     }
 
     init(connection: BusConnection, keychain: Keychain, prompter: PinentryPrompter,
-         log: @escaping @Sendable (LogLevel, String) -> Void) {
+         log: Logger) {
         self.connection = connection
         self.keychain = keychain
         self.engine = keychain.secretService
@@ -232,7 +229,7 @@ public final class SecretService: @unchecked Sendable {
         do {
             try bus.emitSignal(path: path, interface: interface, member: member, arguments)
         } catch {
-            log(.warning, "Secret Service: cannot emit \(member): \(error)")
+            log.warning("Secret Service: cannot emit \(member): \(error)")
         }
     }
 

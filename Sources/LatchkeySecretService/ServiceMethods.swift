@@ -58,7 +58,7 @@ extension SecretService {
 
         case "Lock":
             let objects = try Arguments.objectPaths(try Arguments.read(call, "ao")[0])
-            if keychain.lock(all: false) { log(.info, "Secret Service: locked WhenUnlocked classes (\(sender))") }
+            if keychain.lock(all: false) { log.info("Secret Service: locked WhenUnlocked classes (\(sender))") }
             let locked = objects.filter { (try? lockedState(of: $0)) == true }
             try call.reply([Arguments.objectPathList(locked), .objectPath(SS.noObject)])
             checkLockState(bus)
@@ -157,7 +157,7 @@ extension SecretService {
         let (collection, created) = try engine.createCollection(label: label, alias: alias)
         let path = ObjectPath.collectionPath(collection.id)
         if created {
-            log(.info, "Secret Service: created the collection '\(collection.id)'")
+            log.info("Secret Service: created the collection '\(collection.id)'")
             emit(bus, SS.root, SS.Interface.service, "CollectionCreated", [.objectPath(path)])
             propertiesChanged(bus, SS.root, SS.Interface.service, invalidated: ["Collections"])
         }
