@@ -1,6 +1,6 @@
+import LatchkeyCodec
 import LatchkeyCrypto
 import LatchkeyModel
-import LatchkeyWire
 import LatchkeySecrets
 import LatchkeyStore
 
@@ -20,7 +20,7 @@ struct OpenItem {
     var secretService: SecretServiceData? = nil
 }
 
-/// Seals and opens store rows (docs/KEYBAG.md, "Item encryption"), and computes the keyed hashes.
+/// Seals and opens store rows, and computes the keyed hashes (docs/STORE.md, the normative description).
 ///
 /// Each item has a fresh 256-bit item key. The key is wrapped with AES-256-GCM under the item's class key;
 /// the attributes and the secret are sealed with AES-256-GCM under the item key. The associated data of
