@@ -73,7 +73,9 @@ let package = Package(
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
         .testTarget(name: "LatchkeyCodecTests", dependencies: ["LatchkeyCodec"]),
         .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
-        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyStore"]),
+        // Vectors: docs/STORE.md's worked examples, opened and recomputed through the engine's own code.
+        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore"],
+                    resources: [.copy("Vectors")]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
         .testTarget(name: "LatchkeyEndToEndTests",
