@@ -15,12 +15,12 @@ public enum ValueCodec {
     }
 
     /// Deepest nesting of arrays and dictionaries in one value (8); the outermost container counts as
-    /// 1. Bounds the decoder's recursion, hence its stack use. The protocol's `maxDepth`.
+    /// 1. Bounds the decoder's recursion, hence its stack use. The protocol's `Wire.maxValueDepth`.
     public static let maxDepth = 8
 
     /// Most entries in one array or dictionary (1,048,576). Memory stays bounded regardless, because
     /// every count is checked against the bytes left before anything is reserved. The protocol's
-    /// `maxCollectionCount`.
+    /// `Wire.maxCollectionCount`.
     public static let maxCollectionCount = 1 << 20
 
     // Smallest possible encodings, used to reject counts the remaining bytes cannot possibly hold
