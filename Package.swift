@@ -4,6 +4,8 @@
 // Dependencies point one way (see README "How it works"):
 //   LatchkeySecrets <- LatchkeyCrypto <- LatchkeyKeybag <- LatchkeyEngine <- LatchkeyAgent <- latchkeyd
 //   LatchkeyModel (pure values) is used by Keybag, Engine, Wire and the public library.
+//   LatchkeyCodec (pure: values <-> bytes) is the value encoding of the agent protocol (LatchkeyWire) and of the
+//   sealed attributes at rest (LatchkeyEngine, docs/STORE.md); the engine never imports LatchkeyWire.
 //   LatchkeyStore sees only sealed blobs and keyed hashes; it imports neither crypto nor transport.
 //   Latchkey (public library) talks to the agent over LatchkeyWire and never holds a class key.
 import PackageDescription
@@ -36,11 +38,13 @@ let package = Package(
         .target(name: "LatchkeyModel", dependencies: ["LatchkeySecrets"]),
         .target(name: "LatchkeyKeybag", dependencies: ["LatchkeyCrypto", "LatchkeyModel"]),
         .target(name: "LatchkeyStore", dependencies: ["CSQLite"]),
-        // Pure encoding (values <-> bytes, caps, version byte); the engine uses its value codec to seal
-        // attributes, so it must stay free of I/O.
-        .target(name: "LatchkeyWire", dependencies: ["LatchkeyModel", "LatchkeySecrets"]),
+        // The value encoding (SecValue <-> bytes, its caps): the protocol's values and the store's sealed
+        // attributes (docs/PROTOCOL.md §3, docs/STORE.md). Pure, so both formats can share it.
+        .target(name: "LatchkeyCodec", dependencies: ["LatchkeyModel"]),
+        // The agent protocol (requests and responses <-> bytes, caps, version byte); pure, no I/O.
+        .target(name: "LatchkeyWire", dependencies: ["LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets"]),
         .target(name: "LatchkeyEngine",
-                dependencies: ["LatchkeyModel", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore", "LatchkeyWire"]),
+                dependencies: ["LatchkeyModel", "LatchkeyCodec", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore"]),
         // Frames on a socket and the socket's location; shared by the agent and the public library.
         .target(name: "LatchkeyTransport", dependencies: ["LatchkeyWire", "LatchkeySecrets"]),
         .target(name: "CLatchkeySystem"),
@@ -55,8 +59,9 @@ let package = Package(
         // Logger; only latchkeyd bootstraps this handler.
         .target(name: "LatchkeyLog", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "LatchkeyAgent",
-                dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop", "LatchkeySecretService",
-                               "CLatchkeySystem", "LatchkeyLog", .product(name: "Logging", package: "swift-log")]),
+                dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
+                               "LatchkeySecretService", "CLatchkeySystem", "LatchkeyLog",
+                               .product(name: "Logging", package: "swift-log")]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
                                                  "LatchkeyCrypto"]),
@@ -72,8 +77,11 @@ let package = Package(
                     resources: [.copy("Vectors")]),
         .testTarget(name: "LatchkeyStoreTests", dependencies: ["LatchkeyStore"]),
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
+        .testTarget(name: "LatchkeyCodecTests", dependencies: ["LatchkeyCodec"]),
         .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
-        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyStore"]),
+        // Vectors: docs/STORE.md's worked examples, opened and recomputed through the engine's own code.
+        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore"],
+                    resources: [.copy("Vectors")]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
         .testTarget(name: "LatchkeyEndToEndTests",

@@ -12,7 +12,7 @@ struct KeyState {
     /// HMAC key for the lookup and uniqueness hashes; available exactly while AfterFirstUnlock is.
     private(set) var indexKey: SecretBytes?
 
-    /// HKDF label of the index key; part of the on-disk format (docs/KEYBAG.md, "Keys below the keybag").
+    /// HKDF label of the index key; part of the on-disk format (docs/STORE.md, "Keys").
     static let indexKeyInfo = Array("latchkey index v1".utf8)
 
     /// The key of a class, or errSecInteractionNotAllowed.

@@ -5,7 +5,6 @@ import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore
-import LatchkeyWire
 
 extension Keychain {
     /// The keychain's Secret Service operations (docs/SECRET-SERVICE.md).

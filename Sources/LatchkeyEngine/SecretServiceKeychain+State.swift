@@ -1,11 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LatchkeyCodec
 import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore
-import LatchkeyWire
 
 /// The sealed collection list and alias table, and input validation (docs/SECRET-SERVICE.md §4).
 extension SecretServiceKeychain {

@@ -5,7 +5,6 @@ import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore
-import LatchkeyWire
 
 /// A Secret Service collection (docs/SECRET-SERVICE.md §4).
 public struct SecretServiceCollection: Sendable, Equatable {

@@ -1,9 +1,9 @@
 import XCTest
 import LatchkeyModel
-@testable import LatchkeyWire
+@testable import LatchkeyCodec
 
 final class ValueCodecTests: XCTestCase {
-    /// Each type's exact bytes, as docs/PROTOCOL.md gives them.
+    /// Each type's exact bytes, as docs/PROTOCOL.md §3 and docs/STORE.md give them.
     func testEveryTypeHasTheDocumentedEncoding() throws {
         let cases: [(SecValue, String)] = [
             (.string("hé"), "01 00000003 68 c3a9"),
@@ -86,18 +86,18 @@ final class ValueCodecTests: XCTestCase {
         XCTAssertEqual(offset, 9)
         XCTAssertEqual(try ValueCodec.decode(bytes, offset: &offset), .string("x"))
         XCTAssertEqual(offset, bytes.count)
-        XCTAssertEqual(wireError { try ValueCodec.decode(bytes, offset: &offset) }, .truncated)
+        XCTAssertEqual(codecError { try ValueCodec.decode(bytes, offset: &offset) }, .truncated)
         var bad = -1
-        XCTAssertEqual(wireError { try ValueCodec.decode(bytes, offset: &bad) }, .truncated)
+        XCTAssertEqual(codecError { try ValueCodec.decode(bytes, offset: &bad) }, .truncated)
     }
 
     func testValidateEnforcesCaps() {
         var deep = SecValue.null
-        for _ in 0..<Wire.maxValueDepth { deep = .array([deep]) }
+        for _ in 0..<ValueCodec.maxDepth { deep = .array([deep]) }
         XCTAssertNoThrow(try ValueCodec.validate(deep))
-        XCTAssertNotNil(wireError { try ValueCodec.validate(.array([deep])) })
-        let many = SecValue.array(Array(repeating: .null, count: Wire.maxCollectionCount + 1))
-        XCTAssertNotNil(wireError { try ValueCodec.validate(many) })
-        XCTAssertNoThrow(try ValueCodec.validate(.array(Array(repeating: .null, count: Wire.maxCollectionCount))))
+        XCTAssertNotNil(codecError { try ValueCodec.validate(.array([deep])) })
+        let many = SecValue.array(Array(repeating: .null, count: ValueCodec.maxCollectionCount + 1))
+        XCTAssertNotNil(codecError { try ValueCodec.validate(many) })
+        XCTAssertNoThrow(try ValueCodec.validate(.array(Array(repeating: .null, count: ValueCodec.maxCollectionCount))))
     }
 }

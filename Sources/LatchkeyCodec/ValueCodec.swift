@@ -1,14 +1,27 @@
 import LatchkeyModel
 
-/// The binary encoding of `SecValue` (docs/PROTOCOL.md, "Values"): one tag byte, then a fixed layout
-/// per type. Encoding is deterministic (dictionary keys sorted by their UTF-8 bytes), so one value
-/// has exactly one encoding from this encoder (stable bytes for tests and fuzzers).
+/// The binary encoding of `SecValue`: one tag byte, then a fixed layout per type. Encoding is
+/// deterministic (dictionary keys sorted by their UTF-8 bytes), so one value has exactly one encoding
+/// from this encoder (stable bytes for tests, fuzzers and keyed hashes).
+///
+/// Two formats use it, so it lives apart from both, free of I/O: the agent protocol's values
+/// (docs/PROTOCOL.md §3) and the sealed attributes and Secret Service state at rest (docs/STORE.md).
 public enum ValueCodec {
-    /// Type tags. Part of the protocol: never renumber, only add.
+    /// Type tags. Part of the protocol and of every keychain on disk: never renumber; a new tag needs a
+    /// new protocol version and a store migration.
     enum Tag: UInt8 {
         case string = 0x01, data = 0x02, int = 0x03, bool = 0x04, double = 0x05, date = 0x06
         case array = 0x07, dictionary = 0x08, null = 0x09
     }
+
+    /// Deepest nesting of arrays and dictionaries in one value (8); the outermost container counts as
+    /// 1. Bounds the decoder's recursion, hence its stack use. The protocol's `Wire.maxValueDepth`.
+    public static let maxDepth = 8
+
+    /// Most entries in one array or dictionary (1,048,576). Memory stays bounded regardless, because
+    /// every count is checked against the bytes left before anything is reserved. The protocol's
+    /// `Wire.maxCollectionCount`.
+    public static let maxCollectionCount = 1 << 20
 
     // Smallest possible encodings, used to reject counts the remaining bytes cannot possibly hold
     // before reserving any capacity for them.
@@ -93,11 +106,11 @@ public enum ValueCodec {
 
     /// Checks `value` against the decoder's caps (depth, entries per collection), so a sender can
     /// report errSecParam itself instead of having the peer reject the frame.
-    public static func validate(_ value: SecValue) throws(WireError) {
+    public static func validate(_ value: SecValue) throws(CodecError) {
         try validate(value, depth: 0)
     }
 
-    private static func validate(_ value: SecValue, depth: Int) throws(WireError) {
+    private static func validate(_ value: SecValue, depth: Int) throws(CodecError) {
         switch value {
         case .array(let a):
             try checkContainer(count: a.count, depth: depth + 1)
@@ -110,19 +123,19 @@ public enum ValueCodec {
         }
     }
 
-    private static func checkContainer(count: Int, depth: Int) throws(WireError) {
-        guard depth <= Wire.maxValueDepth else {
-            throw .malformed("values nest deeper than \(Wire.maxValueDepth) levels")
+    private static func checkContainer(count: Int, depth: Int) throws(CodecError) {
+        guard depth <= maxDepth else {
+            throw .malformed("values nest deeper than \(maxDepth) levels")
         }
-        guard count <= Wire.maxCollectionCount else {
-            throw .malformed("collection of \(count) entries exceeds the limit of \(Wire.maxCollectionCount)")
+        guard count <= maxCollectionCount else {
+            throw .malformed("collection of \(count) entries exceeds the limit of \(maxCollectionCount)")
         }
     }
 
     // MARK: Decoding
 
     /// Decodes one value that must fill `bytes` exactly.
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> SecValue {
+    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> SecValue {
         var offset = 0
         let value = try decode(bytes, offset: &offset)
         guard offset == bytes.count else {
@@ -132,12 +145,12 @@ public enum ValueCodec {
     }
 
     /// Decodes one value starting at `offset` and advances `offset` past it.
-    public static func decode(_ bytes: [UInt8], offset: inout Int) throws(WireError) -> SecValue {
+    public static func decode(_ bytes: [UInt8], offset: inout Int) throws(CodecError) -> SecValue {
         guard offset >= 0, offset <= bytes.count else { throw .truncated }
         let start = offset
         let result = bytes.withUnsafeBytes { raw in
-            Result { () throws(WireError) -> (SecValue, Int) in
-                var reader = WireReader(raw, offset: start)
+            Result { () throws(CodecError) -> (SecValue, Int) in
+                var reader = ByteReader(raw, offset: start)
                 let value = try decode(from: &reader, depth: 0)
                 return (value, reader.offset)
             }
@@ -148,7 +161,7 @@ public enum ValueCodec {
     }
 
     /// Decodes a value that must be a dictionary (request bodies, options).
-    static func decodeDictionary(from reader: inout WireReader) throws(WireError) -> SecDictionary {
+    package static func decodeDictionary(from reader: inout ByteReader) throws(CodecError) -> SecDictionary {
         guard case .dictionary(let d) = try decode(from: &reader, depth: 0) else {
             throw .malformed("expected a dictionary")
         }
@@ -156,7 +169,7 @@ public enum ValueCodec {
     }
 
     /// `depth` is the number of containers enclosing this value.
-    static func decode(from reader: inout WireReader, depth: Int) throws(WireError) -> SecValue {
+    package static func decode(from reader: inout ByteReader, depth: Int) throws(CodecError) -> SecValue {
         let tagByte = try reader.u8()
         guard let tag = Tag(rawValue: tagByte) else {
             throw .malformed("unknown value tag \(hexByte(tagByte))")
@@ -205,13 +218,13 @@ public enum ValueCodec {
 
     /// Reads a collection count and rejects it, before anything is allocated, if the depth or count
     /// cap is exceeded or the remaining bytes cannot hold that many entries.
-    private static func containerCount(_ reader: inout WireReader, depth: Int, minEntry: Int) throws(WireError) -> Int {
-        guard depth <= Wire.maxValueDepth else {
-            throw .malformed("values nest deeper than \(Wire.maxValueDepth) levels")
+    private static func containerCount(_ reader: inout ByteReader, depth: Int, minEntry: Int) throws(CodecError) -> Int {
+        guard depth <= maxDepth else {
+            throw .malformed("values nest deeper than \(maxDepth) levels")
         }
         let count = Int(try reader.u32())
-        guard count <= Wire.maxCollectionCount else {
-            throw .malformed("collection of \(count) entries exceeds the limit of \(Wire.maxCollectionCount)")
+        guard count <= maxCollectionCount else {
+            throw .malformed("collection of \(count) entries exceeds the limit of \(maxCollectionCount)")
         }
         guard count * minEntry <= reader.remaining else { throw .truncated }
         return count
