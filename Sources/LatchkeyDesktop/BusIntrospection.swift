@@ -74,7 +74,7 @@ public enum BusIntrospection {
             + (direction.map { " direction=\"\($0)\"" } ?? "") + "/>\n"
     }
 
-    /// D-Bus names and signatures never hold these, but a child node name comes from the caller's object.
+    /// D-Bus names and signatures never hold these; child node names come from the object's own data.
     private static func escaped(_ text: String) -> String {
         guard text.contains(where: { "&<>\"".contains($0) }) else { return text }
         var out = ""

@@ -52,7 +52,8 @@ extension BusObject {
         let member = call.member ?? ""
         let interface = call.interface
         if member == "Introspect", interface == nil || interface == BusIntrospection.introspectable {
-            // Its body is not looked at (it has none), as before there were tables.
+            // Its body is not looked at: Introspect takes no arguments, and a caller that sends some
+            // still gets the data, as the objects have always answered.
             try call.reply([.string(Self.introspection(children: try childNodes()))])
             return
         }
@@ -61,7 +62,8 @@ extension BusObject {
             return
         }
         let method = Self.method(interface, member)
-        if method.map({ !$0.options.contains(.checksObjectItself) }) ?? true { try checkExists() }
+        let checksItself = method?.options.contains(.checksObjectItself) ?? false
+        if !checksItself { try checkExists() }
         guard let method else { throw BusError.unknownMethod(interface, member) }
         let wipes = method.options.contains(.wipesByteArrays)
         let arguments = try Self.arguments(of: call, method.inputSignature, within: method.limits ?? Self.readLimits,
@@ -93,7 +95,9 @@ extension BusObject {
             if hasProperties { try prepareToReadProperties() }
             var entries: [(BusValue, BusValue)] = []
             for candidate in Self.interfaces where interface.isEmpty || candidate.name == interface {
-                for property in candidate.properties { entries.append((.string(property.name), .variant(try value(of: property)))) }
+                for property in candidate.properties {
+                    entries.append((.string(property.name), .variant(try value(of: property))))
+                }
             }
             try call.reply([.dictionary(keyType: "s", valueType: "v", entries)])
 

@@ -25,6 +25,10 @@ final class IntrospectionTests: SecretServiceTestCase {
         var children: [String] = []
     }
 
+    struct Unparsable: Error, CustomStringConvertible {
+        var description: String
+    }
+
     /// Parses introspection XML into its members and child nodes.
     final class Parser: NSObject, XMLParserDelegate {
         var node = Node()
@@ -38,7 +42,8 @@ final class IntrospectionTests: SecretServiceTestCase {
             let parser = XMLParser(data: Data(xml.utf8))
             parser.delegate = delegate
             guard parser.parse(), delegate.failure == nil else {
-                throw XCTSkip("unparsable introspection data (\(delegate.failure ?? "\(String(describing: parser.parserError))")):\n\(xml)")
+                let why = delegate.failure ?? parser.parserError.map { "\($0)" } ?? "?"
+                throw Unparsable(description: "unparsable introspection data (\(why)):\n\(xml)")
             }
             return delegate.node
         }
