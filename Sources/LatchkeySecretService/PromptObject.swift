@@ -53,7 +53,8 @@ final class PromptObject: SecretServiceObject {
         let caller = String(service.describeCaller(call.sender, bus).prefix(300))
         let description = "A program identifying as \(caller) wants to unlock your keychain. "
             + "Enter the keychain password to allow it."
-        let prompter = service.prompter, keychain = service.keychain, connection = service.connection, log = service.log
+        let prompter = service.prompter, keychain = service.keychain
+        let connection = service.connection, log = service.log
         // The prompter talks to the bus the service is on (pinentry-gnome3 needs it).
         let busAddress: String? = if case .address(let address) = connection.endpoint { address } else { nil }
         let started = startDetachedThread {

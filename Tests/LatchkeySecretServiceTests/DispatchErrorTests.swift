@@ -76,6 +76,10 @@ final class DispatchErrorTests: SecretServiceTestCase {
             ("OpenSession", "sv"), ("CreateCollection", "a{sv}s"), ("SearchItems", "a{ss}"), ("Unlock", "ao"),
             ("Lock", "ao"), ("GetSecrets", "aoo"), ("ReadAlias", "s"), ("SetAlias", "so"),
         ])
+        // Every call is read within the service's caps, not only those with an attribute map.
+        let paths = BusValue.array(elementType: "o", (0...1024).map { _ in .objectPath(SSPath.login) })
+        assertFails(SSPath.service, SSPath.serviceInterface, "Unlock", [paths], Self.invalidArgs,
+                    "message refused while reading it: an array has more than 1024 elements")
         for collection in [SSPath.login, SSPath.defaultAlias] {
             assertUnknownMembers(collection, SSPath.collectionInterface)
             assertWrongSignatures(collection, SSPath.collectionInterface,
