@@ -1,5 +1,6 @@
 /// A method call that passed its checks, as the method's body sees it: the arguments, read and of
-/// the method's input signature, and the message to reply to.
+/// the method's input signature, and the message to reply to. Threading: the loop thread only, like
+/// `BusMessage`.
 public struct BusMethodCall {
     /// The call as received.
     public let message: BusMessage

@@ -3,6 +3,7 @@
 ///
 /// A value of the type stands for one object for one call: its handlers and property accessors
 /// receive it, and it may keep what it looked up (the object's record, say) for the rest of the call.
+/// Threading: `dispatch` runs on the connection's loop thread (it is called from an object handler).
 ///
 /// What `dispatch` checks, in order, for a call to one of the object's own interfaces (a nil
 /// interface means any of them):
