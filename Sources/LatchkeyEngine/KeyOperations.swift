@@ -75,16 +75,16 @@ enum KeyOperations {
         var privateRequest: AddRequest
         /// Nil when the public half is not to be stored.
         var publicRequest: AddRequest?
-        /// The private key's bytes, which the requests share; whoever holds the pair wipes them.
-        var privateMaterial: [UInt8]
     }
 
     /// `SecKeyCreateRandomKey` for a key stored at once: the private key is made here and never leaves;
     /// what comes back is its reference. Top-level parameters apply to both halves, `kSecPrivateKeyAttrs`
     /// and `kSecPublicKeyAttrs` to one each, as Apple documents; each half whose merged
     /// `kSecAttrIsPermanent` is true is stored (the library generates keys that are not stored itself).
-    /// Generates the key (without the mutex).
-    static func generate(_ parameters: SecDictionary) throws(SecError) -> GeneratedPair {
+    /// Generates the key (without the mutex); the caller wipes the private key's bytes (`privateMaterial`)
+    /// once the pair is stored.
+    static func generate(_ parameters: SecDictionary) throws(SecError)
+        -> (pair: GeneratedPair, privateMaterial: [UInt8]) {
         guard let type = parameters[SecAttr.keyType]?.integerValue else {
             throw .param("kSecAttrKeyType is missing or not a key type")
         }
@@ -111,8 +111,7 @@ enum KeyOperations {
             privateRequest.returns.ref = true
             let publicRequest = KeyGeneration.isPermanent(publicParameters)
                 ? try DictionaryParser.parseAdd(addDictionary(publicParameters, .key(publicRef))) : nil
-            return GeneratedPair(privateRequest: privateRequest, publicRequest: publicRequest,
-                                 privateMaterial: privateMaterial)
+            return (GeneratedPair(privateRequest: privateRequest, publicRequest: publicRequest), privateMaterial)
         } catch {
             SecretBytes.wipe(&privateMaterial)
             throw error

@@ -89,8 +89,8 @@ public final class Keychain: @unchecked Sendable {
     /// `SecKeyCreateRandomKey` for a key stored at once (see `KeyOperations.generate`); returns the
     /// private key's reference.
     public func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
-        var pair = try KeyOperations.generate(parameters)
-        defer { SecretBytes.wipe(&pair.privateMaterial) }
+        var (pair, privateMaterial) = try KeyOperations.generate(parameters)
+        defer { SecretBytes.wipe(&privateMaterial) }
         try gate.admit(&pair.privateRequest, caller: caller)
         if var publicRequest = pair.publicRequest {
             try gate.admit(&publicRequest, caller: caller)
