@@ -2,11 +2,20 @@
 // latchkey: a session keychain for Linux with Apple's SecItem semantics.
 //
 // Dependencies point one way (see README "How it works"):
-//   LatchkeySecrets <- LatchkeyCrypto <- LatchkeyKeybag <- LatchkeyEngine <- LatchkeyAgent <- latchkeyd
+//   LatchkeySecrets <- LatchkeyCrypto <- LatchkeyKeybag <- LatchkeyEngine <- LatchkeySecretService <- LatchkeyAgent
+//     <- latchkeyd
 //   LatchkeyModel (pure values) is used by Keybag, Engine, Wire and the public library.
 //   LatchkeyCodec (pure: values <-> bytes) is the value encoding of the agent protocol (LatchkeyWire) and of the
 //   sealed attributes at rest (LatchkeyEngine, docs/STORE.md); the engine never imports LatchkeyWire.
 //   LatchkeyStore sees only sealed blobs and keyed hashes; it imports neither crypto nor transport.
+//   LatchkeyEngine: `Keychain` is its front; `LockState` holds the keybag and class keys; `RequestGate` puts
+//     every item request (socket or Secret Service) to the `AccessPolicy` once; `ItemRules`, `Identities` and
+//     `KeyOperations` are SecItem over sealed rows; `SecretServiceStorage` is how Secret Service items and
+//     state are sealed and indexed, the engine's only API for LatchkeySecretService.
+//   LatchkeySecretService: the collections, aliases and object paths, and the D-Bus objects.
+//   Only `Latchkey` is a library product: what modules share only among themselves is `package`, not `public`
+//     (still `public`: the engine's front, `Keychain`, `Caller` and their values, which the agent's and the
+//     Secret Service's public entry points name).
 //   Latchkey (public library) talks to the agent over LatchkeyWire and never holds a class key.
 import PackageDescription
 
@@ -52,7 +61,8 @@ let package = Package(
         // sd-bus (libsystemd): the D-Bus connection wrapper and the screen-lock/sleep watcher. Knows
         // nothing of keys; the agent turns its events into lock calls.
         .target(name: "LatchkeyDesktop", dependencies: ["CSystemd"]),
-        // The freedesktop.org Secret Service on the session bus, backed by the engine (docs/SECRET-SERVICE.md).
+        // The freedesktop.org Secret Service on the session bus (docs/SECRET-SERVICE.md): collections, aliases,
+        // object paths and D-Bus objects; the engine stores and indexes its items (SecretServiceStorage).
         .target(name: "LatchkeySecretService",
                 dependencies: ["LatchkeyDesktop", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel", "LatchkeySecrets",
                                .product(name: "Logging", package: "swift-log")]),
@@ -90,6 +100,9 @@ let package = Package(
                                    "LatchkeyTestSupport", "LatchkeyLog", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop", "LatchkeyTestSupport"]),
         // Secret Service against the real agent on a private dbus-daemon: secret-tool, Python secretstorage/keyring.
+        // The Secret Service's collections, aliases and items on a keychain in a temporary directory, without D-Bus.
+        .testTarget(name: "LatchkeySecretServiceUnitTests",
+                    dependencies: ["LatchkeySecretService", "LatchkeyEngine", "LatchkeyModel", "LatchkeyCrypto", "LatchkeySecrets"]),
         .testTarget(name: "LatchkeySecretServiceTests",
                     dependencies: ["Latchkey", "LatchkeyDesktop", "LatchkeySecretService", "LatchkeySecrets",
                                    "LatchkeyTestSupport"]),

@@ -2,11 +2,11 @@ import Foundation
 import XCTest
 @testable import LatchkeyEngine
 import LatchkeyModel
+@testable import LatchkeySecretService
 import LatchkeySecrets
-import LatchkeyStore
 
-/// The Secret Service mapping in the engine (docs/SECRET-SERVICE.md), without D-Bus.
-final class SecretServiceEngineTests: XCTestCase {
+/// The Secret Service's collections, aliases and items on the engine (docs/SECRET-SERVICE.md), without D-Bus.
+final class SecretServiceKeychainTests: XCTestCase {
     private func attrs(_ pairs: KeyValuePairs<String, String>) -> SecretAttributes {
         SecretAttributes(pairs.map { SecretAttributes.Pair($0.key, $0.value) })!
     }
@@ -356,7 +356,7 @@ final class SecretServiceEngineTests: XCTestCase {
         XCTAssertEqual(try ss.search(attrs(["username": "alice"])).count, 1)
         // Make the database what the previous mapping (index version 1) left: no `username` hashes,
         // no index version recorded.
-        let indexKey = try XCTUnwrap(kc.keys.indexKey)
+        let indexKey = try XCTUnwrap(kc.lockState.keys.indexKey)
         let hash = try SecretServiceMapping.pairHash(.init("username", "alice"), indexKey: indexKey)
         let sql = "DELETE FROM item_index WHERE hash = X'\(hash.map { String(format: "%02x", $0) }.joined())'; "
             + "DELETE FROM ss_state WHERE name = 'index-version';"
@@ -377,7 +377,7 @@ final class SecretServiceEngineTests: XCTestCase {
         _ = try kc.add(genp("old", "ak", ["v_Data": bytes("1")]))
         _ = try kc.add(genp("old", "dk", ["v_Data": bytes("2"), "pdmn": .string("dk")]))
         // Make the database what a v1-only latchkey left: no S hashes, no v2 tables or migration row.
-        let indexKey = try XCTUnwrap(kc.keys.indexKey)
+        let indexKey = try XCTUnwrap(kc.lockState.keys.indexKey)
         let sHashes = try [("service", "old"), ("account", "ak"), ("account", "dk")].map {
             try SecretServiceMapping.pairHash(.init($0.0, $0.1), indexKey: indexKey)
         }
@@ -400,7 +400,7 @@ final class SecretServiceEngineTests: XCTestCase {
     }
 }
 
-/// Runs a system tool and collects its output (engine tests do not depend on the shared test support).
+/// Runs a system tool and collects its output (these unit tests do not depend on the shared test support).
 enum TestShell {
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
