@@ -2,7 +2,7 @@ import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore
-import LatchkeyWire
+import LatchkeyCodec
 
 extension Keychain {
     /// Runs `body` with the Secret Service's storage, once the access policy has admitted `request`
