@@ -69,6 +69,8 @@ let package = Package(
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
         .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
         .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyStore"]),
+        // The agent's pure logic (its lock schedule, with a fake clock); the agent as a process is tested end to end.
+        .testTarget(name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent"]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
         .testTarget(name: "LatchkeyEndToEndTests",
