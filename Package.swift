@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "Latchkey", targets: ["Latchkey"]),
         .executable(name: "latchkeyd", targets: ["latchkeyd"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
+        // For Benchmarks/ only (store-level timings need the store without the agent); not a supported API.
+        .library(name: "LatchkeyStore", targets: ["LatchkeyStore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
