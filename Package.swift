@@ -26,6 +26,8 @@ let package = Package(
         .library(name: "Latchkey", targets: ["Latchkey"]),
         .executable(name: "latchkeyd", targets: ["latchkeyd"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
+        // For Benchmarks/ only (store-level timings need the store without the agent); not a supported API.
+        .library(name: "LatchkeyStore", targets: ["LatchkeyStore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -93,6 +95,8 @@ let package = Package(
         // Vectors: docs/STORE.md's worked examples, opened and recomputed through the engine's own code.
         .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore"],
                     resources: [.copy("Vectors")]),
+        // The agent's pure logic (its lock schedule, with a fake clock); the agent as a process is tested end to end.
+        .testTarget(name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent"]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
         .testTarget(name: "LatchkeyEndToEndTests",

@@ -22,6 +22,11 @@ let package = Package(
             name: "latchkey-bench",
             dependencies: [.product(name: "Latchkey", package: rootIdentity)]
         ),
+        // The item store alone, without the agent (lookups, inserts, open); run it with `scripts/bench-store`.
+        .executableTarget(
+            name: "latchkey-store-bench",
+            dependencies: [.product(name: "LatchkeyStore", package: rootIdentity)]
+        ),
         // Issue 4's comparison: one Secret Service client (sd-bus) against latchkeyd and gnome-keyring-daemon.
         // Run it with `scripts/bench-secret-service`.
         .systemLibrary(name: "CBenchSystemd", pkgConfig: "libsystemd"),

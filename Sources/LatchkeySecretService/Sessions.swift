@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LatchkeyCrypto
 import LatchkeyDesktop
 import LatchkeyEngine
@@ -11,7 +14,16 @@ final class SessionRegistry {
     static let maxPerClient = 32
     /// High enough that one process with many connections cannot starve the others (each connection
     /// is capped at `maxPerClient`, and dbus-daemon caps connections per user).
-    static let maxTotal = 65_536
+    static let defaultMaxTotal = 65_536
+    /// `defaultMaxTotal`, or less when `LATCHKEY_MAX_SESSIONS` says so: tests reach the cap with a
+    /// few dozen connections instead of 2,048. It can only lower the cap, so an environment a client
+    /// set for D-Bus activation can make the service stricter, never laxer.
+    static let maxTotal: Int = {
+        guard let raw = getenv("LATCHKEY_MAX_SESSIONS"), let limit = Int(String(cString: raw)), limit >= 1 else {
+            return defaultMaxTotal
+        }
+        return min(limit, defaultMaxTotal)
+    }()
 
     enum Transfer {
         case plain

@@ -39,16 +39,6 @@ final class ScreenLockTests: AgentTestCase {
                                     kSecReturnData: true] as NSDictionary, &result)
     }
 
-    /// Polls until `read(account)` gives `status`, for at most `seconds`.
-    private func waitFor(_ account: String, _ status: OSStatus, within seconds: Double) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if read(account) == status { return true }
-            usleep(20_000)
-        }
-        return read(account) == status
-    }
-
     private func emitActiveChanged(_ connection: BusConnection, _ active: Bool) throws {
         try connection.sync { bus in
             try bus.emitSignal(path: "/org/freedesktop/ScreenSaver", interface: "org.freedesktop.ScreenSaver",
@@ -56,14 +46,33 @@ final class ScreenLockTests: AgentTestCase {
         }
     }
 
-    private func spoof(_ active: Bool) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-send")
-        process.arguments = ["--bus=\(sessionBus.address)", "--type=signal", "/org/freedesktop/ScreenSaver",
-                             "org.freedesktop.ScreenSaver.ActiveChanged", "boolean:\(active)"]
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+    /// Returns once the agent has handled every signal `connection` sent before: it pings each of the
+    /// agent's connections to the bus from `connection`, and the bus delivers one sender's messages in
+    /// order, so the agent's watcher has run its handler (and the lock policy its rules) for those signals
+    /// by the time the replies are back. No fixed wait.
+    private func waitUntilAgentHandled(_ connection: BusConnection, file: StaticString = #filePath,
+                                       line: UInt = #line) throws {
+        let pid = try XCTUnwrap(agentPID(), file: file, line: line)
+        let pinged = try connection.sync { bus -> Int in
+            let daemon = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+            let names = try bus.call(destination: daemon.0, path: daemon.1, interface: daemon.2, member: "ListNames")
+                .arguments().first?.elements?.compactMap(\.string) ?? []
+            var pinged = 0
+            for name in names where name.hasPrefix(":") {
+                let owner = try? bus.call(destination: daemon.0, path: daemon.1, interface: daemon.2,
+                                          member: "GetConnectionUnixProcessID", [.string(name)]).arguments().first?.uint32
+                guard owner == UInt32(pid) else { continue }
+                // sd-bus answers org.freedesktop.DBus.Peer.Ping on every connection, in its loop.
+                _ = try bus.call(destination: name, path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping")
+                pinged += 1
+            }
+            return pinged
+        }
+        XCTAssertGreaterThan(pinged, 0, "the agent is on the session bus", file: file, line: line)
+    }
+
+    private func agentLog() -> String {
+        (try? String(contentsOfFile: runtimeDirectory + "/latchkey/agent.log", encoding: .utf8)) ?? ""
     }
 
     func testScreenLockDropsWhenUnlockedKeysAndOnlyAuthenticationBringsThemBack() throws {
@@ -75,24 +84,39 @@ final class ScreenLockTests: AgentTestCase {
         let screenSaver = try BusConnection(.address(sessionBus.address))
         defer { screenSaver.close() }
         XCTAssertTrue(try screenSaver.sync { try $0.requestName("org.freedesktop.ScreenSaver") })
+        // The agent believes the new owner from here on (it logs the change when it handles it).
+        try waitUntilAgentHandled(screenSaver)
+        XCTAssertTrue(agentLog().contains("screen saver org.freedesktop.ScreenSaver is now \(screenSaver.uniqueName)"),
+                      agentLog())
+        let kept = "screen unlocked within the grace period (org.freedesktop.ScreenSaver); keys kept"
 
-        // A signal from a client that does not own the name changes nothing.
-        try spoof(true)
-        usleep(UInt32((grace * 3) * 1_000_000))
+        // A signal from a client that does not own the name changes nothing. Had the agent believed it,
+        // a lock would now wait out its grace period, and the owner's "unlocked" right after would cancel
+        // it and say so; both are handled (in order) before the checks, so no wait is needed.
+        let spoofer = try BusConnection(.address(sessionBus.address))
+        defer { spoofer.close() }
+        try emitActiveChanged(spoofer, true)
+        try waitUntilAgentHandled(spoofer)
+        try emitActiveChanged(screenSaver, false)
+        try waitUntilAgentHandled(screenSaver)
+        XCTAssertFalse(agentLog().contains(kept), "a spoofed ActiveChanged must be ignored:\n\(agentLog())")
         XCTAssertEqual(read("ak"), errSecSuccess, "a spoofed ActiveChanged must be ignored")
 
         // The real screen saver locks: WhenUnlocked items become unreadable after the grace period,
         // AfterFirstUnlock items stay readable.
         try emitActiveChanged(screenSaver, true)
-        XCTAssertTrue(waitFor("ak", errSecInteractionNotAllowed, within: 5), "WhenUnlocked locked within the grace period")
+        XCTAssertTrue(Poll.until(within: 5) { read("ak") == errSecInteractionNotAllowed },
+                      "WhenUnlocked locked within the grace period")
         XCTAssertEqual(read("aku"), errSecInteractionNotAllowed)
         XCTAssertEqual(read("ck"), errSecSuccess)
         XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "nothing"] as NSDictionary),
                        errSecItemNotFound, "delete still works while locked")
 
-        // "Unlocked" from the owner is not authentication: the keys stay dropped.
+        // "Unlocked" from the owner is not authentication: the keys stay dropped. Once the agent has
+        // handled it the keys could only come back with the password, which it no longer has, so there
+        // is nothing left to wait for.
         try emitActiveChanged(screenSaver, false)
-        usleep(UInt32((grace * 3) * 1_000_000))
+        try waitUntilAgentHandled(screenSaver)
         XCTAssertEqual(read("ak"), errSecInteractionNotAllowed)
 
         // Re-authentication does bring them back.
@@ -102,8 +126,12 @@ final class ScreenLockTests: AgentTestCase {
         // A lock undone within the grace period keeps the keys (a screen locked for a moment).
         try emitActiveChanged(screenSaver, true)
         try emitActiveChanged(screenSaver, false)
-        usleep(UInt32((grace * 3) * 1_000_000))
-        XCTAssertEqual(read("ak"), errSecSuccess)
+        try waitUntilAgentHandled(screenSaver)
+        XCTAssertTrue(agentLog().contains(kept), agentLog())
+        // That the cancelled lock never fires is a negative no event announces. The agent received the
+        // lock before now, so had it not been cancelled it would fire within one grace period from now;
+        // the keys must outlast that, plus a margin for the timer thread and the lock itself.
+        XCTAssertTrue(Poll.holds(for: grace + 0.2) { read("ak") == errSecSuccess }, "the keys are kept")
     }
 }
 
@@ -111,7 +139,7 @@ final class ScreenLockTests: AgentTestCase {
 final class IdleLockTests: AgentTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
-        setenv("LATCHKEY_IDLE_LOCK", "0.02", 1)  // minutes: 1.2 s
+        setenv("LATCHKEY_IDLE_LOCK", "0.01", 1)  // minutes: 0.6 s
         setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus", 1)
         setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/bus", 1)
     }
@@ -130,18 +158,17 @@ final class IdleLockTests: AgentTestCase {
         XCTAssertEqual(SecItemAdd(item, nil), errSecSuccess)
         let query: NSDictionary = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "idle", kSecReturnData: true]
         var result: CFTypeRef?
-        // Steady use keeps it unlocked past the idle limit.
+        // Steady use keeps it unlocked past the idle limit: a request every 0.1 s for 0.8 s. These sleeps
+        // are the use being tested, not a wait for the agent; each gap is a sixth of the limit, so a
+        // loaded machine would have to stall a request for half a second to lock it early.
         for _ in 0..<8 {
             XCTAssertEqual(SecItemCopyMatching(query, &result), errSecSuccess)
-            usleep(250_000)
-        }
-        // Then silence: locked within a few seconds, without any request in between (status is not use).
-        var locked = false
-        for _ in 0..<40 where !locked {
             usleep(100_000)
-            locked = (try KeychainControl.status()).classes.first { $0.pdmn == "ak" }?.unlocked == false
         }
-        XCTAssertTrue(locked, "WhenUnlocked locked after the idle limit")
+        // Then silence: locked soon after the limit, without any request in between (status is not use).
+        XCTAssertTrue(try Poll.until(within: 5) {
+            try KeychainControl.status().classes.first { $0.pdmn == "ak" }?.unlocked == false
+        }, "WhenUnlocked locked after the idle limit")
         XCTAssertEqual(SecItemCopyMatching(query, &result), errSecInteractionNotAllowed)
     }
 }

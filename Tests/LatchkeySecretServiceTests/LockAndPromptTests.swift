@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyDesktop
+import LatchkeyTestSupport
 import XCTest
 @testable import Latchkey
 
@@ -46,6 +47,24 @@ final class LockAndPromptTests: SecretServiceTestCase {
 
     private func completed(_ prompt: String) -> SignalLog.Signal? {
         client.signals.wait(timeout: 20) { $0.path == prompt && $0.member == "Completed" }
+    }
+
+    /// Waits until the prompter the agent started waits for a user: on `!wait` the file prompter
+    /// becomes `sleep` (exec), so a `sleep` child of the agent. Returns whether it got there.
+    private func prompterWaits() throws -> Bool {
+        let agent = try XCTUnwrap(agentPID())
+        /// The command name and parent of `pid`, from /proc/pid/stat ("pid (comm) state ppid ...").
+        func stat(_ pid: String) -> (command: String, parent: pid_t)? {
+            guard let text = TestProcess.readProcFile("/proc/\(pid)/stat"), let open = text.firstIndex(of: "("),
+                  let close = text.lastIndex(of: ")") else { return nil }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, let parent = pid_t(fields[1]) else { return nil }
+            return (String(text[text.index(after: open)..<close]), parent)
+        }
+        return Poll.until(within: 10) {
+            let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { Int($0) != nil }
+            return pids.contains { pid in stat(pid).map { $0.command == "sleep" && $0.parent == agent } ?? false }
+        }
     }
 
     func testLatchkeyLockLocksCollectionAndItemsAndSecretsFailWithIsLocked() throws {
@@ -186,7 +205,7 @@ final class LockAndPromptTests: SecretServiceTestCase {
         try setPasswordFile(["!wait"])
         prompt = try unlockPrompt()
         try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
-        usleep(300_000)
+        XCTAssertTrue(try prompterWaits(), "the prompter was started and asked for the password")
         try client.call(prompt, SSPath.promptInterface, "Dismiss")
         done = try XCTUnwrap(completed(prompt))
         XCTAssertEqual(done.arguments.first, .boolean(true))

@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyDesktop
+import LatchkeyTestSupport
 import XCTest
 @testable import Latchkey
 
@@ -236,30 +237,71 @@ final class ServiceProtocolTests: SecretServiceTestCase {
         XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrService: "signals"] as NSDictionary),
                        errSecSuccess)
         XCTAssertNotNil(client.signals.wait { $0.member == "ItemDeleted" && $0.arguments == [.objectPath(item)] })
-        // Internet passwords are not Secret Service items: no signal.
+        // Internet passwords are not Secret Service items: no signal. The service announces changes in
+        // the order they are made, so once a generic password added afterwards is announced, a signal
+        // for the internet password would already be here.
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com",
                                    kSecValueData: Data("x".utf8)] as NSDictionary, nil), errSecSuccess)
-        usleep(300_000)
-        XCTAssertEqual(client.signals.all.filter { $0.member == "ItemCreated" && $0.path == SSPath.login }.count, 1)
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "signals", kSecAttrAccount: "after",
+                                   kSecValueData: Data("2".utf8)] as NSDictionary, nil), errSecSuccess)
+        let after = try XCTUnwrap(client.signals.wait {
+            $0.member == "ItemCreated" && $0.path == SSPath.login && $0.arguments != created.arguments
+        })
+        let announced = client.signals.all.filter { $0.member == "ItemCreated" && $0.path == SSPath.login }
+        XCTAssertEqual(announced.map(\.arguments), [created.arguments, after.arguments],
+                       "the internet password was not announced")
     }
 
     func testSessionsCloseWhenTheirConnectionLeaves() throws {
+        // A total of 96 (LATCHKEY_MAX_SESSIONS lowers the 65,536 for this agent): three full connections
+        // reach it, where 2,048 would be needed for the real cap.
+        setenv("LATCHKEY_MAX_SESSIONS", "96", 1)
+        defer { unsetenv("LATCHKEY_MAX_SESSIONS") }
         try createKeychain()
-        // 40 connections × 32 sessions is over the service's total of 1,024: this passes only because each
-        // connection's sessions are closed when it leaves the bus.
-        for _ in 0..<40 {
+        let limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
+        func openFull() throws -> SecretServiceClient {
             let client = try SecretServiceClient(bus.address)
             for _ in 0..<32 { _ = try client.openPlainSession() }
             XCTAssertEqual(client.errorName(SSPath.service, SSPath.serviceInterface, "OpenSession",
                                             [.string("plain"), .variant(.string(""))]),
-                           "org.freedesktop.DBus.Error.LimitsExceeded", "at most 32 per connection")
-            client.connection.close()
-            usleep(20_000)
+                           limitsExceeded, "at most 32 per connection")
+            return client
         }
-        let client = try SecretServiceClient(bus.address)
-        let session = try client.openPlainSession()
-        try client.call(session, SSPath.sessionInterface, "Close")
-        XCTAssertEqual(client.errorName(session, SSPath.sessionInterface, "Close"), "org.freedesktop.Secret.Error.NoSuchObject")
+        var open = [try openFull(), try openFull(), try openFull()]
+        let bystander = try SecretServiceClient(bus.address)
+        for round in 0..<4 {
+            // The total is reached: a connection with no session of its own gets none.
+            XCTAssertEqual(bystander.errorName(SSPath.service, SSPath.serviceInterface, "OpenSession",
+                                               [.string("plain"), .variant(.string(""))]), limitsExceeded,
+                           "round \(round): the total cap holds")
+            // The oldest connection leaves: its 32 sessions close, so a new connection gets all of its.
+            let leaving = open.removeFirst()
+            let name = leaving.uniqueName
+            leaving.connection.close()
+            try waitUntilGone(name, watchedFrom: bystander)
+            open.append(try openFull())
+        }
+        for client in open {
+            client.connection.close()
+            try waitUntilGone(client.uniqueName, watchedFrom: bystander)
+        }
+        let session = try bystander.openPlainSession()
+        try bystander.call(session, SSPath.sessionInterface, "Close")
+        XCTAssertEqual(bystander.errorName(session, SSPath.sessionInterface, "Close"), "org.freedesktop.Secret.Error.NoSuchObject")
         try assertStillServing()
+    }
+
+    /// Returns once the bus has seen `name` leave. The bus sends NameOwnerChanged to the agent when it sees
+    /// the name go, before it can answer that the name has no owner; so the agent handles it before any
+    /// call made after this returns, and no fixed wait is needed.
+    private func waitUntilGone(_ name: String, watchedFrom client: SecretServiceClient) throws {
+        let gone = try Poll.until(within: 10) {
+            try client.connection.sync { bus in
+                try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                             interface: "org.freedesktop.DBus", member: "NameHasOwner", [.string(name)])
+                    .arguments().first?.bool == false
+            }
+        }
+        XCTAssertTrue(gone, "\(name) left the bus")
     }
 }
