@@ -21,7 +21,9 @@ extension Keychain {
             sharedInfo: request[KeyOperation.Field.sharedInfo]?.dataValue ?? [])
         // Only opening the item needs the keychain's lock; the cryptography (an RSA-4096 signature takes
         // a good fraction of a second) runs outside it, so it never holds up a screen lock or other callers.
-        var (material, keyType, keyClass) = try locked { () throws(SecError) -> ([UInt8], Int64, Int64) in
+        // The item is found, opened and checked on every use; only the import of its private key into
+        // OpenSSL is skipped when the key is cached (PrivateKeyCache).
+        let found = try locked { () throws(SecError) -> StoredKey in
             var query = ItemQuery(itemClass: .key, limit: .one)
             query.persistentRef = ref
             query.synchronizable = nil
@@ -34,11 +36,44 @@ extension Keychain {
             if operation != .export, keyClass != KeyReference.classPrivate {
                 throw SecError(SecStatus.param, "\(operation.rawValue) needs a private key")
             }
-            return (try ItemSealer.openSecret(item), keyType, keyClass)
+            if operation != .export, let cached = keys.privateKeys.key(ref: item.persistentRef, sealedSecret: item.row.secret) {
+                return StoredKey(item: item, keyType: keyType, keyClass: keyClass, imported: cached)
+            }
+            return StoredKey(item: item, keyType: keyType, keyClass: keyClass, material: try ItemSealer.openSecret(item))
         }
+        var material = found.material
         defer { SecretBytes.wipe(&material) }
-        return .data(try KeyMaterial.perform(operation, algorithm: algorithm, input: input, exchange: exchange,
-                                             material: material, keyType: keyType, keyClass: keyClass))
+        if operation == .export {
+            return .data(try KeyMaterial.perform(operation, algorithm: algorithm, input: input, exchange: exchange,
+                                                 material: material, keyType: found.keyType, keyClass: found.keyClass))
+        }
+        let key: AsymmetricKey
+        if let imported = found.imported {
+            key = imported
+        } else {
+            key = try KeyMaterial.key(material, keyType: found.keyType, keyClass: found.keyClass, stored: true)
+        }
+        let result = try KeyMaterial.perform(operation, algorithm: algorithm, input: input, exchange: exchange,
+                                             key: key, keyType: found.keyType)
+        if found.imported == nil {
+            // Kept only while the item's class key is still held: a lock that came meanwhile has already
+            // emptied the cache for that class, and must not be undone here.
+            try? locked { () throws(SecError) -> Void in
+                guard keys.isAvailable(found.item.protection) else { return }
+                keys.privateKeys.insert(key, ref: found.item.persistentRef, sealedSecret: found.item.row.secret,
+                                        protection: found.item.protection)
+            }
+        }
+        return .data(result)
+    }
+
+    /// A key item found for a key operation: its private key already imported, or its stored bytes.
+    private struct StoredKey {
+        var item: OpenItem
+        var keyType: Int64
+        var keyClass: Int64
+        var imported: AsymmetricKey? = nil
+        var material: [UInt8] = []
     }
 
     /// `SecKeyCreateRandomKey` for a key stored at once: the private key is made here and never leaves;
