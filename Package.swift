@@ -2,9 +2,20 @@
 // latchkey: a session keychain for Linux with Apple's SecItem semantics.
 //
 // Dependencies point one way (see README "How it works"):
-//   LatchkeySecrets <- LatchkeyCrypto <- LatchkeyKeybag <- LatchkeyEngine <- LatchkeyAgent <- latchkeyd
+//   LatchkeySecrets <- LatchkeyCrypto <- LatchkeyKeybag <- LatchkeyEngine <- LatchkeySecretService <- LatchkeyAgent
+//     <- latchkeyd
 //   LatchkeyModel (pure values) is used by Keybag, Engine, Wire and the public library.
+//   LatchkeyCodec (pure: values <-> bytes) is the value encoding of the agent protocol (LatchkeyWire) and of the
+//   sealed attributes at rest (LatchkeyEngine, docs/STORE.md); the engine never imports LatchkeyWire.
 //   LatchkeyStore sees only sealed blobs and keyed hashes; it imports neither crypto nor transport.
+//   LatchkeyEngine: `Keychain` is its front; `LockState` holds the keybag and class keys; `RequestGate` puts
+//     every item request (socket or Secret Service) to the `AccessPolicy` once; `ItemRules`, `Identities` and
+//     `KeyOperations` are SecItem over sealed rows; `SecretServiceStorage` is how Secret Service items and
+//     state are sealed and indexed, the engine's only API for LatchkeySecretService.
+//   LatchkeySecretService: the collections, aliases and object paths, and the D-Bus objects.
+//   Only `Latchkey` is a library product: what modules share only among themselves is `package`, not `public`
+//     (still `public`: the engine's front, `Keychain`, `Caller` and their values, which the agent's and the
+//     Secret Service's public entry points name).
 //   Latchkey (public library) talks to the agent over LatchkeyWire and never holds a class key.
 import PackageDescription
 
@@ -18,6 +29,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // System libraries, wrapped once each.
@@ -35,23 +48,31 @@ let package = Package(
         .target(name: "LatchkeyModel", dependencies: ["LatchkeySecrets"]),
         .target(name: "LatchkeyKeybag", dependencies: ["LatchkeyCrypto", "LatchkeyModel"]),
         .target(name: "LatchkeyStore", dependencies: ["CSQLite"]),
-        // Pure encoding (values <-> bytes, caps, version byte); the engine uses its value codec to seal
-        // attributes, so it must stay free of I/O.
-        .target(name: "LatchkeyWire", dependencies: ["LatchkeyModel", "LatchkeySecrets"]),
+        // The value encoding (SecValue <-> bytes, its caps): the protocol's values and the store's sealed
+        // attributes (docs/PROTOCOL.md §3, docs/STORE.md). Pure, so both formats can share it.
+        .target(name: "LatchkeyCodec", dependencies: ["LatchkeyModel"]),
+        // The agent protocol (requests and responses <-> bytes, caps, version byte); pure, no I/O.
+        .target(name: "LatchkeyWire", dependencies: ["LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets"]),
         .target(name: "LatchkeyEngine",
-                dependencies: ["LatchkeyModel", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore", "LatchkeyWire"]),
+                dependencies: ["LatchkeyModel", "LatchkeyCodec", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore"]),
         // Frames on a socket and the socket's location; shared by the agent and the public library.
         .target(name: "LatchkeyTransport", dependencies: ["LatchkeyWire", "LatchkeySecrets"]),
         .target(name: "CLatchkeySystem"),
         // sd-bus (libsystemd): the D-Bus connection wrapper and the screen-lock/sleep watcher. Knows
         // nothing of keys; the agent turns its events into lock calls.
         .target(name: "LatchkeyDesktop", dependencies: ["CSystemd"]),
-        // The freedesktop.org Secret Service on the session bus, backed by the engine (docs/SECRET-SERVICE.md).
+        // The freedesktop.org Secret Service on the session bus (docs/SECRET-SERVICE.md): collections, aliases,
+        // object paths and D-Bus objects; the engine stores and indexes its items (SecretServiceStorage).
         .target(name: "LatchkeySecretService",
-                dependencies: ["LatchkeyDesktop", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel", "LatchkeySecrets"]),
+                dependencies: ["LatchkeyDesktop", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel", "LatchkeySecrets",
+                               .product(name: "Logging", package: "swift-log")]),
+        // The agent's swift-log backend: its one-line format and the size cap on agent.log. Libraries take a
+        // Logger; only latchkeyd bootstraps this handler.
+        .target(name: "LatchkeyLog", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "LatchkeyAgent",
-                dependencies: ["LatchkeyEngine", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop", "LatchkeySecretService",
-                               "CLatchkeySystem"]),
+                dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
+                               "LatchkeySecretService", "CLatchkeySystem", "LatchkeyLog",
+                               .product(name: "Logging", package: "swift-log")]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
                                                  "LatchkeyCrypto"]),
@@ -67,15 +88,21 @@ let package = Package(
                     resources: [.copy("Vectors")]),
         .testTarget(name: "LatchkeyStoreTests", dependencies: ["LatchkeyStore"]),
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
+        .testTarget(name: "LatchkeyCodecTests", dependencies: ["LatchkeyCodec"]),
         .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
-        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyStore"]),
+        // Vectors: docs/STORE.md's worked examples, opened and recomputed through the engine's own code.
+        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore"],
+                    resources: [.copy("Vectors")]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
         .testTarget(name: "LatchkeyEndToEndTests",
                     dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDesktop",
-                                   "LatchkeyTestSupport"]),
+                                   "LatchkeyTestSupport", "LatchkeyLog", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop", "LatchkeyTestSupport"]),
         // Secret Service against the real agent on a private dbus-daemon: secret-tool, Python secretstorage/keyring.
+        // The Secret Service's collections, aliases and items on a keychain in a temporary directory, without D-Bus.
+        .testTarget(name: "LatchkeySecretServiceUnitTests",
+                    dependencies: ["LatchkeySecretService", "LatchkeyEngine", "LatchkeyModel", "LatchkeyCrypto", "LatchkeySecrets"]),
         .testTarget(name: "LatchkeySecretServiceTests",
                     dependencies: ["Latchkey", "LatchkeyDesktop", "LatchkeySecretService", "LatchkeySecrets",
                                    "LatchkeyTestSupport"]),

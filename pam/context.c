@@ -58,15 +58,16 @@ static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struc
 		else if (strncmp(a, "only_services=", 14) == 0)
 			o->only_services = a + 14;
 		else if (!(strncmp(a, "argon2_t=", 9) == 0 && parse_u32(a + 9, &o->t) == 0) &&
-			 !(strncmp(a, "argon2_m=", 9) == 0 && parse_u32(a + 9, &o->m) == 0) &&
-			 !(strncmp(a, "argon2_p=", 9) == 0 && parse_u32(a + 9, &o->p) == 0))
+		         !(strncmp(a, "argon2_m=", 9) == 0 && parse_u32(a + 9, &o->m) == 0) &&
+		         !(strncmp(a, "argon2_p=", 9) == 0 && parse_u32(a + 9, &o->p) == 0))
 			pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING, "unknown or invalid option '%s' ignored", a);
 	}
 	if (!lk_params_ok(o->t, o->m, o->p, 1, o->allow_weak) || !lk_params_pam_ok(o->t, o->m, o->p)) {
 		pam_syslog(pamh, LOG_AUTHPRIV | LOG_WARNING,
-			   "Argon2 parameters t=%u m=%u p=%u refused (below 65536 KiB needs allow_weak_argon2; "
-			   "at most t=%d m=%d p=%d); using t=%d m=%d p=%d", o->t, o->m, o->p, LK_PAM_MAX_T,
-			   LK_PAM_MAX_M_KIB, LK_PAM_MAX_P, DEFAULT_T, DEFAULT_M, DEFAULT_P);
+		           "Argon2 parameters t=%u m=%u p=%u refused (below 65536 KiB needs allow_weak_argon2; "
+		           "at most t=%d m=%d p=%d); using t=%d m=%d p=%d",
+		           o->t, o->m, o->p, LK_PAM_MAX_T, LK_PAM_MAX_M_KIB, LK_PAM_MAX_P, DEFAULT_T, DEFAULT_M,
+		           DEFAULT_P);
 		o->t = DEFAULT_T, o->m = DEFAULT_M, o->p = DEFAULT_P;
 	}
 }
@@ -141,9 +142,8 @@ struct ctx *ctx_new(pam_handle_t *pamh, int argc, const char **argv)
 		return NULL;
 	c->pamh = pamh;
 	parse_options(pamh, argc, argv, &c->opt);
-	if (c->opt.only_services != NULL &&
-	    (pam_get_item(pamh, PAM_SERVICE, &item) != PAM_SUCCESS || item == NULL ||
-	     !listed(c->opt.only_services, item))) {
+	if (c->opt.only_services != NULL && (pam_get_item(pamh, PAM_SERVICE, &item) != PAM_SUCCESS || item == NULL ||
+	                                     !listed(c->opt.only_services, item))) {
 		DEBUG(c, "service '%s' is not in only_services: nothing to do", item != NULL ? (const char *)item : "");
 		goto fail;
 	}

@@ -44,9 +44,10 @@ int lk_agent_connect(const char *sockdir, uid_t uid, const char **why)
 
 	dfd = open(sockdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (dfd < 0)
-		return errno == ENOENT ? -2 : errno == ELOOP || errno == ENOTDIR ?
-		       (*why = "socket directory is not a private directory owned by the user", -1) :
-		       (*why = "cannot open the socket directory", -1);
+		return errno == ENOENT ? -2
+		       : errno == ELOOP || errno == ENOTDIR
+		               ? (*why = "socket directory is not a private directory owned by the user", -1)
+		               : (*why = "cannot open the socket directory", -1);
 	memset(&addr, 0, sizeof addr);
 	addr.sun_family = AF_UNIX;
 	if (access("/proc/self/fd", X_OK) == 0)
@@ -229,7 +230,8 @@ int lk_agent_trusted(const char *path, char *resolved, size_t cap, const char **
 
 	if (real == NULL)
 		return *why = errno == ENOENT ? "the agent executable does not exist (cannot execute it)"
-					      : "cannot resolve the agent executable's path", -1;
+		                              : "cannot resolve the agent executable's path",
+		       -1;
 	if (strlen(real) >= cap) {
 		free(real);
 		return *why = "the agent executable's path is too long", -1;
@@ -243,7 +245,8 @@ int lk_agent_trusted(const char *path, char *resolved, size_t cap, const char **
 	while (ok && (slash = strrchr(real, '/')) != NULL) {
 		slash[slash == real ? 1 : 0] = '\0';
 		if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode) || !trusted(&st, 1))
-			*why = "a directory above the agent executable is not owned by root or is writable by others", ok = 0;
+			*why = "a directory above the agent executable is not owned by root or is writable by others",
+			ok = 0;
 		if (slash == real)
 			break;
 	}
@@ -257,7 +260,7 @@ enum { EXIT_SOCKDIR = 125, EXIT_DROP = 126, EXIT_EXEC = 127 };
  * checked as the user, through one descriptor), the log inside it, and exec. Only async-signal-safe
  * calls: the parent may have threads. */
 static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[], char *const envp[],
-			const char *sockdir)
+                        const char *sockdir)
 {
 	struct stat st;
 	int fd, nul, dir, log;
@@ -280,7 +283,7 @@ static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[
 	    ((st.st_mode & 077) && fchmod(dir, 0700) != 0))
 		_exit(EXIT_SOCKDIR);
 	log = openat(dir, "agent.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
-		     0600);
+	             0600);
 	if (log >= 0 && (fstat(log, &st) != 0 || !S_ISREG(st.st_mode)))
 		close(log), log = -1;
 	if (dup2(log >= 0 ? log : nul, 2) < 0 || dup2(fd, 3) < 0)
@@ -296,7 +299,7 @@ static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[
  * the agent writes one byte to LATCHKEY_READY_FD, or the pipe reaches EOF when it exits first
  * (for instance because another agent holds the lock, which is fine). */
 int lk_agent_start(const struct lk_user *u, const char *agent, const char *keychain, const char *sockdir,
-		   const char *runtime_env, const char **why)
+                   const char *runtime_env, const char **why)
 {
 	char *env[7] = { NULL }, exe[4096];
 	char *argv[5] = { exe, (char *)"--daemon", (char *)"--keychain", (char *)(uintptr_t)keychain, NULL };

@@ -14,14 +14,26 @@
 
 static const uint8_t MAGIC[8] = { 'L', 'K', 'K', 'E', 'Y', 'B', 'A', 'G' };
 static const char VERIFIER_INFO[] = "latchkey keybag v1 verifier"; /* 27 bytes */
-static const char CLASS_INFO[] = "latchkey keybag v1 class ";    /* 25 bytes, then c */
-static const char WRAP_AAD[] = "latchkey keybag v1";           /* 18 bytes, then id, then c */
-static const char DEVICE_LABEL[] = "latchkey device factor v1";  /* 25 bytes */
+static const char CLASS_INFO[] = "latchkey keybag v1 class "; /* 25 bytes, then c */
+static const char WRAP_AAD[] = "latchkey keybag v1"; /* 18 bytes, then id, then c */
+static const char DEVICE_LABEL[] = "latchkey device factor v1"; /* 25 bytes */
 
 enum {
-	OFF_VERSION = 8, OFF_FLAGS = 10, OFF_ID = 12, OFF_T = 28, OFF_M = 32, OFF_P = 36, OFF_SALT = 40,
-	OFF_VERIFIER = 56, OFF_SEED = 88, OFF_COUNT = 120, OFF_ENTRIES = 121, ENTRY_LEN = 61,
-	OFF_CHECKSUM = 548, MIN_ANY_VERSION = 44, MAX_MEMORY_KIB = 4194304
+	OFF_VERSION = 8,
+	OFF_FLAGS = 10,
+	OFF_ID = 12,
+	OFF_T = 28,
+	OFF_M = 32,
+	OFF_P = 36,
+	OFF_SALT = 40,
+	OFF_VERIFIER = 56,
+	OFF_SEED = 88,
+	OFF_COUNT = 120,
+	OFF_ENTRIES = 121,
+	ENTRY_LEN = 61,
+	OFF_CHECKSUM = 548,
+	MIN_ANY_VERSION = 44,
+	MAX_MEMORY_KIB = 4194304
 };
 
 void lk_wipe(void *p, size_t n)
@@ -38,14 +50,22 @@ int lk_random(void *p, size_t n)
 const char *lk_result_text(enum lk_result r)
 {
 	switch (r) {
-	case LK_OK: return "ok";
-	case LK_NOT_KEYBAG: return "not a latchkey keybag";
-	case LK_CORRUPT: return "keybag is corrupt";
-	case LK_UNSUPPORTED: return "keybag format version is newer than this module supports";
-	case LK_WRONG_PASSWORD: return "wrong keychain password";
-	case LK_BAD_PARAMETERS: return "Argon2 parameters rejected";
-	case LK_NO_DEVICE_FACTOR: return "device-bound keybag and no device factor";
-	case LK_CRYPTO_ERROR: return "cryptographic library failure";
+	case LK_OK:
+		return "ok";
+	case LK_NOT_KEYBAG:
+		return "not a latchkey keybag";
+	case LK_CORRUPT:
+		return "keybag is corrupt";
+	case LK_UNSUPPORTED:
+		return "keybag format version is newer than this module supports";
+	case LK_WRONG_PASSWORD:
+		return "wrong keychain password";
+	case LK_BAD_PARAMETERS:
+		return "Argon2 parameters rejected";
+	case LK_NO_DEVICE_FACTOR:
+		return "device-bound keybag and no device factor";
+	case LK_CRYPTO_ERROR:
+		return "cryptographic library failure";
 	}
 	return "unknown error";
 }
@@ -57,7 +77,10 @@ static uint32_t get32(const uint8_t *b)
 
 static void put32(uint8_t *b, uint32_t v)
 {
-	b[0] = (uint8_t)(v >> 24); b[1] = (uint8_t)(v >> 16); b[2] = (uint8_t)(v >> 8); b[3] = (uint8_t)v;
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
 }
 
 static int sha256(const uint8_t *in, size_t len, uint8_t out[32])
@@ -173,8 +196,8 @@ void lk_serialize(const struct lk_keybag *kb, uint8_t out[LK_KEYBAG_SIZE])
 
 /* M = Argon2id(password, salt, t, m, p), version 0x13, 32 bytes. The password bytes are used raw.
  * Never beyond the PAM limits: this is the module's only derivation, and it runs as root. */
-int lk_master_key(const void *pw, size_t pwlen, const uint8_t salt[LK_SALT_LEN], uint32_t t, uint32_t m,
-		  uint32_t p, uint8_t out[LK_KEY_LEN])
+int lk_master_key(const void *pw, size_t pwlen, const uint8_t salt[LK_SALT_LEN], uint32_t t, uint32_t m, uint32_t p,
+                  uint8_t out[LK_KEY_LEN])
 {
 	argon2_context ctx;
 
@@ -240,8 +263,7 @@ enum lk_result lk_check_master(const struct lk_keybag *kb, const uint8_t master[
 }
 
 /* DF = HMAC-SHA256(key = MS, "latchkey device factor v1" || uid (u32 BE) || keybag id). */
-int lk_device_factor(const uint8_t ms[LK_KEY_LEN], uint32_t uid, const uint8_t id[LK_ID_LEN],
-		     uint8_t out[LK_KEY_LEN])
+int lk_device_factor(const uint8_t ms[LK_KEY_LEN], uint32_t uid, const uint8_t id[LK_ID_LEN], uint8_t out[LK_KEY_LEN])
 {
 	uint8_t msg[sizeof DEVICE_LABEL - 1 + 4 + LK_ID_LEN];
 	EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
@@ -266,13 +288,19 @@ int lk_device_factor(const uint8_t ms[LK_KEY_LEN], uint32_t uid, const uint8_t i
 	return ok ? 0 : -1;
 }
 
-static int is_always(int c) { return c == 3 || c == 6; }
-static int this_device_only(int c) { return c >= 4; }
+static int is_always(int c)
+{
+	return c == 3 || c == 6;
+}
+static int this_device_only(int c)
+{
+	return c >= 4;
+}
 
 /* KEK_c: ikm is M (password classes) or S (Always classes), followed by DF for classes 4-7 of a
  * device-bound keybag. `master` may be NULL when only Always classes are asked for. */
 enum lk_result lk_class_kek(const struct lk_keybag *kb, int c, const uint8_t *master, const uint8_t *df,
-			    uint8_t out[LK_KEY_LEN])
+                            uint8_t out[LK_KEY_LEN])
 {
 	uint8_t ikm[2 * LK_KEY_LEN], info[sizeof CLASS_INFO];
 	size_t ikmlen = LK_KEY_LEN;
@@ -305,7 +333,7 @@ static void wrap_aad(uint8_t aad[18 + LK_ID_LEN + 1], const uint8_t id[LK_ID_LEN
 
 /* W_c = nonce || AES-256-GCM(KEK_c, nonce, aad = "latchkey keybag v1" || id || c, CK_c) || tag. */
 int lk_wrap(const uint8_t kek[LK_KEY_LEN], const uint8_t id[LK_ID_LEN], int c, const uint8_t nonce[LK_NONCE_LEN],
-	    const uint8_t ck[LK_KEY_LEN], uint8_t out[LK_WRAPPED_LEN])
+            const uint8_t ck[LK_KEY_LEN], uint8_t out[LK_WRAPPED_LEN])
 {
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
 	uint8_t aad[18 + LK_ID_LEN + 1];
@@ -324,7 +352,7 @@ int lk_wrap(const uint8_t kek[LK_KEY_LEN], const uint8_t id[LK_ID_LEN], int c, c
 
 /* Opens W_c; -1 on a tag failure (or a library failure), and `ck` is then zero. */
 int lk_unwrap(const uint8_t kek[LK_KEY_LEN], const uint8_t id[LK_ID_LEN], int c, const uint8_t in[LK_WRAPPED_LEN],
-	      uint8_t ck[LK_KEY_LEN])
+              uint8_t ck[LK_KEY_LEN])
 {
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
 	uint8_t aad[18 + LK_ID_LEN + 1], tag[16];
@@ -346,7 +374,7 @@ int lk_unwrap(const uint8_t kek[LK_KEY_LEN], const uint8_t id[LK_ID_LEN], int c,
 /* Fills the verifier and all seven entries of `kb`, whose flags, id, parameters, salt and seed are
  * already set, from M, DF (device-bound only), the class keys and the nonces. */
 enum lk_result lk_build(struct lk_keybag *kb, const uint8_t master[LK_KEY_LEN], const uint8_t *df,
-			const uint8_t ck[LK_CLASSES][LK_KEY_LEN], const uint8_t nonces[LK_CLASSES][LK_NONCE_LEN])
+                        const uint8_t ck[LK_CLASSES][LK_KEY_LEN], const uint8_t nonces[LK_CLASSES][LK_NONCE_LEN])
 {
 	uint8_t kek[LK_KEY_LEN];
 	enum lk_result r = LK_OK;
@@ -366,7 +394,7 @@ enum lk_result lk_build(struct lk_keybag *kb, const uint8_t master[LK_KEY_LEN], 
 /* A new keybag from M (derived by the caller with `salt` and t, m, p), with random id, always seed,
  * class keys and nonces. Device-bound when the machine secret `ms` is given. */
 enum lk_result lk_create(struct lk_keybag *kb, const uint8_t master[LK_KEY_LEN], const uint8_t salt[LK_SALT_LEN],
-			 uint32_t t, uint32_t m, uint32_t p, const uint8_t *ms, uint32_t uid)
+                         uint32_t t, uint32_t m, uint32_t p, const uint8_t *ms, uint32_t uid)
 {
 	uint8_t ck[LK_CLASSES][LK_KEY_LEN], nonces[LK_CLASSES][LK_NONCE_LEN], df[LK_KEY_LEN];
 	enum lk_result r = LK_CRYPTO_ERROR;
@@ -381,7 +409,7 @@ enum lk_result lk_create(struct lk_keybag *kb, const uint8_t master[LK_KEY_LEN],
 	    lk_random(ck, sizeof ck) == 0 && lk_random(nonces, sizeof nonces) == 0 &&
 	    (ms == NULL || lk_device_factor(ms, uid, kb->id, df) == 0))
 		r = lk_build(kb, master, ms != NULL ? df : NULL, (const uint8_t(*)[LK_KEY_LEN])ck,
-			     (const uint8_t(*)[LK_NONCE_LEN])nonces);
+		             (const uint8_t(*)[LK_NONCE_LEN])nonces);
 	lk_wipe(ck, sizeof ck);
 	lk_wipe(df, sizeof df);
 	if (r != LK_OK)
@@ -391,8 +419,8 @@ enum lk_result lk_create(struct lk_keybag *kb, const uint8_t master[LK_KEY_LEN],
 
 /* "Password change": same id, parameters, class keys, always seed and Always entries; a fresh salt
  * and a fresh nonce for each re-wrapped password class. */
-enum lk_result lk_change_password(const struct lk_keybag *old, const uint8_t old_master[LK_KEY_LEN],
-				  const uint8_t *df, const void *pw, size_t pwlen, struct lk_keybag *out)
+enum lk_result lk_change_password(const struct lk_keybag *old, const uint8_t old_master[LK_KEY_LEN], const uint8_t *df,
+                                  const void *pw, size_t pwlen, struct lk_keybag *out)
 {
 	uint8_t master[LK_KEY_LEN], kek[LK_KEY_LEN], ck[LK_KEY_LEN], nonce[LK_NONCE_LEN];
 	enum lk_result r = lk_check_master(old, old_master);
@@ -414,7 +442,7 @@ enum lk_result lk_change_password(const struct lk_keybag *old, const uint8_t old
 		if (r == LK_OK)
 			r = lk_class_kek(out, c, master, df, kek);
 		if (r == LK_OK && (lk_random(nonce, sizeof nonce) != 0 ||
-				   lk_wrap(kek, out->id, c, nonce, ck, out->wrapped[c - 1]) != 0))
+		                   lk_wrap(kek, out->id, c, nonce, ck, out->wrapped[c - 1]) != 0))
 			r = LK_CRYPTO_ERROR;
 	}
 	lk_wipe(master, sizeof master);

@@ -61,27 +61,26 @@ LK_HIDDEN int lk_params_ok(uint32_t t, uint32_t m, uint32_t p, int creating, int
 LK_HIDDEN int lk_params_pam_ok(uint32_t t, uint32_t m, uint32_t p);
 LK_HIDDEN enum lk_result lk_parse(const uint8_t *buf, size_t len, struct lk_keybag *kb, const char **reason);
 LK_HIDDEN void lk_serialize(const struct lk_keybag *kb, uint8_t out[LK_KEYBAG_SIZE]);
-LK_HIDDEN int lk_master_key(const void *pw, size_t pwlen, const uint8_t salt[LK_SALT_LEN], uint32_t t,
-			    uint32_t m, uint32_t p, uint8_t out[LK_KEY_LEN]);
+LK_HIDDEN int lk_master_key(const void *pw, size_t pwlen, const uint8_t salt[LK_SALT_LEN], uint32_t t, uint32_t m,
+                            uint32_t p, uint8_t out[LK_KEY_LEN]);
 LK_HIDDEN int lk_verifier(const uint8_t master[LK_KEY_LEN], uint8_t out[LK_KEY_LEN]);
 LK_HIDDEN enum lk_result lk_check_master(const struct lk_keybag *kb, const uint8_t master[LK_KEY_LEN]);
 LK_HIDDEN int lk_device_factor(const uint8_t ms[LK_KEY_LEN], uint32_t uid, const uint8_t id[LK_ID_LEN],
-			       uint8_t out[LK_KEY_LEN]);
-LK_HIDDEN enum lk_result lk_class_kek(const struct lk_keybag *kb, int c, const uint8_t *master,
-				      const uint8_t *df, uint8_t out[LK_KEY_LEN]);
+                               uint8_t out[LK_KEY_LEN]);
+LK_HIDDEN enum lk_result lk_class_kek(const struct lk_keybag *kb, int c, const uint8_t *master, const uint8_t *df,
+                                      uint8_t out[LK_KEY_LEN]);
 LK_HIDDEN int lk_wrap(const uint8_t kek[LK_KEY_LEN], const uint8_t id[LK_ID_LEN], int c,
-		      const uint8_t nonce[LK_NONCE_LEN], const uint8_t ck[LK_KEY_LEN], uint8_t out[LK_WRAPPED_LEN]);
+                      const uint8_t nonce[LK_NONCE_LEN], const uint8_t ck[LK_KEY_LEN], uint8_t out[LK_WRAPPED_LEN]);
 LK_HIDDEN int lk_unwrap(const uint8_t kek[LK_KEY_LEN], const uint8_t id[LK_ID_LEN], int c,
-			const uint8_t in[LK_WRAPPED_LEN], uint8_t ck[LK_KEY_LEN]);
+                        const uint8_t in[LK_WRAPPED_LEN], uint8_t ck[LK_KEY_LEN]);
 LK_HIDDEN enum lk_result lk_build(struct lk_keybag *kb, const uint8_t master[LK_KEY_LEN], const uint8_t *df,
-				  const uint8_t ck[LK_CLASSES][LK_KEY_LEN],
-				  const uint8_t nonces[LK_CLASSES][LK_NONCE_LEN]);
+                                  const uint8_t ck[LK_CLASSES][LK_KEY_LEN],
+                                  const uint8_t nonces[LK_CLASSES][LK_NONCE_LEN]);
 LK_HIDDEN enum lk_result lk_create(struct lk_keybag *kb, const uint8_t master[LK_KEY_LEN],
-				   const uint8_t salt[LK_SALT_LEN], uint32_t t, uint32_t m, uint32_t p,
-				   const uint8_t *ms, uint32_t uid);
+                                   const uint8_t salt[LK_SALT_LEN], uint32_t t, uint32_t m, uint32_t p,
+                                   const uint8_t *ms, uint32_t uid);
 LK_HIDDEN enum lk_result lk_change_password(const struct lk_keybag *old, const uint8_t old_master[LK_KEY_LEN],
-					    const uint8_t *df, const void *pw, size_t pwlen,
-					    struct lk_keybag *out);
+                                            const uint8_t *df, const void *pw, size_t pwlen, struct lk_keybag *out);
 
 /* lk_write_atomic: the file is in place but the directory fsync failed (not undone; logged). */
 enum { LK_DIR_NOT_SYNCED = 249 };
@@ -89,8 +88,7 @@ enum { LK_DIR_NOT_SYNCED = 249 };
 /* files.c: file access. All of it is async-signal-safe, so it may run in a child forked from a
  * threaded process. Return 0 or an errno value. */
 LK_HIDDEN int lk_read_user_file(const char *path, uid_t owner, uint8_t *buf, size_t cap, size_t *len);
-LK_HIDDEN int lk_write_atomic(const char *path, const char *tmp_suffix, const uint8_t *buf, size_t len,
-			      int replace);
+LK_HIDDEN int lk_write_atomic(const char *path, const char *tmp_suffix, const uint8_t *buf, size_t len, int replace);
 LK_HIDDEN int lk_mkdirs(const char *path, mode_t mode);
 LK_HIDDEN int lk_machine_secret(const char *path, uint8_t out[LK_KEY_LEN]);
 LK_HIDDEN void lk_tmp_suffix(char out[17]);
@@ -113,8 +111,8 @@ enum { LK_CALL_TIMEOUT_MS = 5000 };
 LK_HIDDEN int lk_agent_connect(const char *sockdir, uid_t uid, const char **why);
 LK_HIDDEN int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *status);
 LK_HIDDEN int lk_agent_trusted(const char *path, char *resolved, size_t cap, const char **why);
-LK_HIDDEN int lk_agent_start(const struct lk_user *u, const char *agent, const char *keychain,
-			     const char *sockdir, const char *runtime_env, const char **why);
+LK_HIDDEN int lk_agent_start(const struct lk_user *u, const char *agent, const char *keychain, const char *sockdir,
+                             const char *runtime_env, const char **why);
 
 /* child.c: children of the login process. The module runs inside someone else's program, so a
  * child never touches the application's SIGCHLD (lk_fork_quiet), starts from a clean slate before it

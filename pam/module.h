@@ -26,7 +26,11 @@ enum { FILE_TIMEOUT_MS = 10000 };
 enum { DEFAULT_T = 2, DEFAULT_M = 262144, DEFAULT_P = 2 };
 
 #define LOG(c, prio, ...) pam_syslog((c)->pamh, LOG_AUTHPRIV | (prio), __VA_ARGS__)
-#define DEBUG(c, ...) do { if ((c)->opt.debug) LOG(c, LOG_DEBUG, __VA_ARGS__); } while (0)
+#define DEBUG(c, ...)                                   \
+	do {                                            \
+		if ((c)->opt.debug)                     \
+			LOG(c, LOG_DEBUG, __VA_ARGS__); \
+	} while (0)
 
 struct options {
 	int debug, auto_create, allow_weak;

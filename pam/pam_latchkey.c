@@ -59,9 +59,10 @@ static int read_keybag(struct ctx *c, struct lk_keybag *kb)
 		rc = -1;
 	} else if (!lk_params_pam_ok(kb->t, kb->m, kb->p)) {
 		/* The file is the user's: its Argon2 cost must not be able to hang or starve a root process. */
-		LOG(c, LOG_WARNING, "%s: Argon2 parameters t=%u m=%u KiB p=%u exceed the module's limits "
-		    "(t <= %d, m <= %d KiB, p <= %d): not using this keychain", c->keybag, kb->t, kb->m, kb->p,
-		    LK_PAM_MAX_T, LK_PAM_MAX_M_KIB, LK_PAM_MAX_P);
+		LOG(c, LOG_WARNING,
+		    "%s: Argon2 parameters t=%u m=%u KiB p=%u exceed the module's limits "
+		    "(t <= %d, m <= %d KiB, p <= %d): not using this keychain",
+		    c->keybag, kb->t, kb->m, kb->p, LK_PAM_MAX_T, LK_PAM_MAX_M_KIB, LK_PAM_MAX_P);
 		lk_wipe(kb, sizeof *kb);
 		rc = -1;
 	}
@@ -147,8 +148,8 @@ static int owner_is_user(struct ctx *c, const struct owner *o, const char *what)
 {
 	if (o->uid == c->user.uid && strncmp(o->name, c->user.name, sizeof o->name) == 0)
 		return 1;
-	LOG(c, LOG_NOTICE, "%s belongs to %s (uid %lu), but PAM_USER is now %s (uid %lu): dropped, not used",
-	    what, o->name, (unsigned long)o->uid, c->user.name, (unsigned long)c->user.uid);
+	LOG(c, LOG_NOTICE, "%s belongs to %s (uid %lu), but PAM_USER is now %s (uid %lu): dropped, not used", what,
+	    o->name, (unsigned long)o->uid, c->user.name, (unsigned long)c->user.uid);
 	return 0;
 }
 
@@ -258,7 +259,7 @@ static int agent_connection(struct ctx *c, int start)
 
 	if (fd == -2 && start) {
 		if (lk_agent_start(&c->user, c->opt.agent, c->keychain, c->sockdir, c->has_runtime ? c->runtime : NULL,
-				   &why) != 0) {
+		                   &why) != 0) {
 			LOG(c, LOG_WARNING, "cannot start %s for %s: %s", c->opt.agent, c->user.name, why);
 			return -1;
 		}
@@ -430,8 +431,10 @@ PUBLIC int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
 	 * of a new keychain (auto_create on the auth line); the session writes it (auto_create here). */
 	memset(&kb, 0, sizeof kb);
 	if (s == NULL && c->opt.auto_create && read_keybag(c, &kb) == ENOENT)
-		LOG(c, LOG_NOTICE, "no keychain for %s, and no key derived at authentication to create one "
-		    "(auto_create must be on the auth line too)", c->user.name);
+		LOG(c, LOG_NOTICE,
+		    "no keychain for %s, and no key derived at authentication to create one "
+		    "(auto_create must be on the auth line too)",
+		    c->user.name);
 	lk_wipe(&kb, sizeof kb);
 	if (s != NULL && s->state == STASH_CREATE && c->opt.auto_create && create_keybag(c, s) == 0)
 		ret = PAM_SUCCESS;

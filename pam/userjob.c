@@ -96,8 +96,8 @@ int as_user(struct ctx *c, struct job *j)
 		reaped = lk_reap(pid, rc == 0 ? deadline : 0, &status);
 		if (reaped != 0) {
 			LOG(c, LOG_WARNING, "%s: the child acting as %s did not finish within %d s: %s", j->path,
-			    c->user.name, FILE_TIMEOUT_MS / 1000, reaped == ETIMEDOUT ? "killed"
-			    : "killed, but not collected (left as a zombie)");
+			    c->user.name, FILE_TIMEOUT_MS / 1000,
+			    reaped == ETIMEDOUT ? "killed" : "killed, but not collected (left as a zombie)");
 			rc = ETIMEDOUT;
 		} else if (rc == 0) {
 			rc = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
@@ -117,7 +117,9 @@ int as_user(struct ctx *c, struct job *j)
 
 const char *job_errtext(int rc)
 {
-	return rc == DROP_FAILED ? "cannot act as the user" : rc == ESTALE ? "the file changed meanwhile"
-	     : rc == ETIMEDOUT ? "no answer from the file system in time"
-	     : rc == ENOTEMPTY ? "keychain.db exists without a keybag" : strerror(rc);
+	return rc == DROP_FAILED ? "cannot act as the user"
+	       : rc == ESTALE    ? "the file changed meanwhile"
+	       : rc == ETIMEDOUT ? "no answer from the file system in time"
+	       : rc == ENOTEMPTY ? "keychain.db exists without a keybag"
+	                         : strerror(rc);
 }

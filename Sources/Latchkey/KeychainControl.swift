@@ -9,15 +9,21 @@ import LatchkeyWire
 public enum KeychainControl {
     /// The state of one accessibility class.
     public struct ClassState: Sendable, Equatable {
+        /// The class's `kSecAttrAccessible` value: `ak`, `ck`, `dk`, `aku`, `cku`, `dku` or `akpu`.
         public var pdmn: String
+        /// Whether the agent holds the class key, so that items of the class can be read and written.
         public var unlocked: Bool
     }
 
     /// What `status` reports.
     public struct Status: Sendable, Equatable {
+        /// The keychain directory the agent uses (by default `~/.local/share/latchkey`).
         public var directory: String
+        /// Whether a keychain has been created in that directory.
         public var exists: Bool
+        /// Every accessibility class and whether it is unlocked; empty when the agent reported none.
         public var classes: [ClassState]
+        /// Why the keychain cannot be used (for example a damaged file, named by path), when it cannot.
         public var problem: String?
         /// Argon2id parameters of the keybag: time cost, memory in KiB, parallelism.
         public var argon2: (t: Int64, m: Int64, p: Int64)?
@@ -30,6 +36,7 @@ public enum KeychainControl {
         /// Login sessions announced by pam_latchkey.
         public var sessions: Int64 = 0
 
+        /// Compares every field except `argon2`, whose tuple type cannot be `Equatable`.
         public static func == (a: Status, b: Status) -> Bool {
             a.directory == b.directory && a.exists == b.exists && a.classes == b.classes && a.problem == b.problem
                 && a.deviceBound == b.deviceBound && a.deviceFactorHeld == b.deviceFactorHeld
@@ -39,18 +46,24 @@ public enum KeychainControl {
 
     /// A failed control call: the status and the agent's detail.
     public struct Failure: Error, Sendable {
+        /// The result code, with Apple's values (`errSecAuthFailed` for a wrong password, ...).
         public var status: OSStatus
+        /// The agent's explanation, when it gave one.
         public var detail: String?
     }
 
     /// Argon2id parameters for `create`; nil fields keep the defaults.
     public struct Argon2Options: Sendable {
+        /// Argon2id passes over memory (t); nil keeps the agent's default.
         public var timeCost: UInt32?
+        /// Argon2id memory in KiB (m); nil keeps the agent's default.
         public var memoryKiB: UInt32?
+        /// Argon2id lanes (p); nil keeps the agent's default.
         public var parallelism: UInt32?
         /// Allow less than 64 MiB (tests only).
         public var allowWeak = false
 
+        /// Options for `create`; every parameter left nil keeps the agent's default.
         public init(timeCost: UInt32? = nil, memoryKiB: UInt32? = nil, parallelism: UInt32? = nil, allowWeak: Bool = false) {
             self.timeCost = timeCost
             self.memoryKiB = memoryKiB

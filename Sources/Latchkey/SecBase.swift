@@ -20,15 +20,16 @@ public let errSecUserCanceled: OSStatus = SecStatus.userCanceled
 public let errSecBadReq: OSStatus = SecStatus.badReq
 /// Apple's `errSecInternalComponent`.
 public let errSecInternalComponent: OSStatus = SecStatus.internalComponent
-/// Apple's `errSecNotAvailable`.
+/// Apple's `errSecNotAvailable`. Also what every call returns when the agent can neither be reached
+/// nor started, at once rather than hanging.
 public let errSecNotAvailable: OSStatus = SecStatus.notAvailable
 /// Apple's `errSecReadOnly`.
 public let errSecReadOnly: OSStatus = SecStatus.readOnly
-/// Apple's `errSecAuthFailed`.
+/// Apple's `errSecAuthFailed`: a wrong keychain password or PKCS#12 passphrase.
 public let errSecAuthFailed: OSStatus = SecStatus.authFailed
 /// Apple's `errSecNoSuchKeychain`.
 public let errSecNoSuchKeychain: OSStatus = SecStatus.noSuchKeychain
-/// Apple's `errSecInvalidKeychain`.
+/// Apple's `errSecInvalidKeychain`: the keybag or the store is damaged or of an unknown format.
 public let errSecInvalidKeychain: OSStatus = SecStatus.invalidKeychain
 /// Apple's `errSecDuplicateKeychain`.
 public let errSecDuplicateKeychain: OSStatus = SecStatus.duplicateKeychain
@@ -46,17 +47,19 @@ public let errSecNoSuchAttr: OSStatus = SecStatus.noSuchAttr
 public let errSecInvalidItemRef: OSStatus = SecStatus.invalidItemRef
 /// Apple's `errSecNoSuchClass`.
 public let errSecNoSuchClass: OSStatus = SecStatus.noSuchClass
-/// Apple's `errSecNoDefaultKeychain`.
+/// Apple's `errSecNoDefaultKeychain`: no keychain has been created yet (`latchkey init`).
 public let errSecNoDefaultKeychain: OSStatus = SecStatus.noDefaultKeychain
-/// Apple's `errSecInteractionNotAllowed`.
+/// Apple's `errSecInteractionNotAllowed`: the item's accessibility class is locked.
 public let errSecInteractionNotAllowed: OSStatus = SecStatus.interactionNotAllowed
 /// Apple's `errSecInteractionRequired`.
 public let errSecInteractionRequired: OSStatus = SecStatus.interactionRequired
-/// Apple's `errSecDataNotAvailable`.
+/// Apple's `errSecDataNotAvailable`: the bytes of a key that is not extractable were asked for.
 public let errSecDataNotAvailable: OSStatus = SecStatus.dataNotAvailable
-/// Apple's `errSecDecode`.
+/// Apple's `errSecDecode`. Also a stored item that fails authentication (damage, tampering):
+/// securityd skips such an item, latchkey reports it.
 public let errSecDecode: OSStatus = SecStatus.decode
-/// Apple's `errSecMissingEntitlement`.
+/// Apple's `errSecMissingEntitlement`: an access group the caller may not use. Not returned yet,
+/// since every process of the user may use every group.
 public let errSecMissingEntitlement: OSStatus = SecStatus.missingEntitlement
 /// Apple's `errSecNotTrusted`.
 public let errSecNotTrusted: OSStatus = SecStatus.notTrusted

@@ -25,10 +25,13 @@ public final class SecCertificate: @unchecked Sendable, Hashable, CustomStringCo
         ItemReference.certificate(CertificateReference(der: certificate.der, persistentRef: persistentRef)).secValue
     }
 
+    /// A summary for debugging: the certificate's subject summary.
     public var description: String { "<SecCertificate \(certificate.subjectSummary ?? "(no subject)")>" }
 
+    /// Two certificates are equal when their DER bytes are.
     public static func == (a: SecCertificate, b: SecCertificate) -> Bool { a.certificate.der == b.certificate.der }
 
+    /// Hashes the DER bytes, as `==` compares them.
     public func hash(into hasher: inout Hasher) { hasher.combine(certificate.der) }
 }
 
@@ -125,12 +128,15 @@ public final class SecIdentity: @unchecked Sendable, Hashable, CustomStringConve
                                key: privateKey.wireReference).secValue
     }
 
+    /// A summary for debugging: the certificate's subject summary.
     public var description: String { "<SecIdentity \(certificate.certificate.subjectSummary ?? "(no subject)")>" }
 
+    /// Two identities are equal when their certificates and their private keys are.
     public static func == (a: SecIdentity, b: SecIdentity) -> Bool {
         a.certificate == b.certificate && a.privateKey == b.privateKey
     }
 
+    /// Hashes the certificate, which equal identities share.
     public func hash(into hasher: inout Hasher) { hasher.combine(certificate) }
 }
 

@@ -24,29 +24,39 @@ nonisolated(unsafe) public let kSecMatchLimit: CFString = SecKeys.matchLimit as 
 nonisolated(unsafe) public let kSecMatchLimitOne: CFString = SecKeys.matchLimitOne as NSString
 /// Apple's `kSecMatchLimitAll`.
 nonisolated(unsafe) public let kSecMatchLimitAll: CFString = SecKeys.matchLimitAll as NSString
-/// Apple's `kSecMatchCaseInsensitive`.
+/// Apple's `kSecMatchCaseInsensitive`. Accepted and ignored, as securityd does: matching is exact.
 nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = SecKeys.matchCaseInsensitive as NSString
-/// Apple's `kSecMatchItemList`.
+/// Apple's `kSecMatchItemList`. Accepted and ignored, as securityd does.
 nonisolated(unsafe) public let kSecMatchItemList: CFString = SecKeys.matchItemList as NSString
-/// Apple's `kSecMatchPolicy`.
+/// Apple's `kSecMatchPolicy`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchPolicy: CFString = SecKeys.matchPolicy as NSString
-/// Apple's `kSecMatchIssuers`.
+/// Apple's `kSecMatchIssuers`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchIssuers: CFString = SecKeys.matchIssuers as NSString
-/// Apple's `kSecMatchEmailAddressIfPresent`.
+/// Apple's `kSecMatchEmailAddressIfPresent`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchEmailAddressIfPresent: CFString = SecKeys.matchEmailAddressIfPresent as NSString
-/// Apple's `kSecMatchSubjectContains`.
+/// Apple's `kSecMatchSubjectContains`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchSubjectContains: CFString = SecKeys.matchSubjectContains as NSString
-/// Apple's `kSecMatchSubjectStartsWith`.
+/// Apple's `kSecMatchSubjectStartsWith`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchSubjectStartsWith: CFString = SecKeys.matchSubjectStartsWith as NSString
-/// Apple's `kSecMatchSubjectEndsWith`.
+/// Apple's `kSecMatchSubjectEndsWith`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchSubjectEndsWith: CFString = SecKeys.matchSubjectEndsWith as NSString
-/// Apple's `kSecMatchSubjectWholeString`.
+/// Apple's `kSecMatchSubjectWholeString`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchSubjectWholeString: CFString = SecKeys.matchSubjectWholeString as NSString
-/// Apple's `kSecMatchTrustedOnly`.
+/// Apple's `kSecMatchTrustedOnly`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = SecKeys.matchTrustedOnly as NSString
-/// Apple's `kSecMatchValidOnDate`.
+/// Apple's `kSecMatchValidOnDate`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchValidOnDate: CFString = SecKeys.matchValidOnDate as NSString
-/// Apple's `kSecMatchHostOrSubdomainOfHost`.
+/// Apple's `kSecMatchHostOrSubdomainOfHost`. Not implemented: a SecItemCopyMatching query with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchHostOrSubdomainOfHost: CFString = SecKeys.matchHostOrSubdomainOfHost as NSString
 /// Apple's `kSecReturnData`.
 nonisolated(unsafe) public let kSecReturnData: CFString = SecKeys.returnData as NSString
@@ -58,11 +68,12 @@ nonisolated(unsafe) public let kSecReturnRef: CFString = SecKeys.returnRef as NS
 nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = SecKeys.returnPersistentRef as NSString
 /// Apple's `kSecValueData`.
 nonisolated(unsafe) public let kSecValueData: CFString = SecKeys.valueData as NSString
-/// Apple's `kSecValueRef`.
+/// Apple's `kSecValueRef`. In a query it matches what the object implies (a certificate's
+/// issuer, serial and type; a key's label, class and type), not the item it was read from.
 nonisolated(unsafe) public let kSecValueRef: CFString = SecKeys.valueRef as NSString
 /// Apple's `kSecValuePersistentRef`.
 nonisolated(unsafe) public let kSecValuePersistentRef: CFString = SecKeys.valuePersistentRef as NSString
-/// Apple's `kSecUseItemList`.
+/// Apple's `kSecUseItemList`. Not supported: errSecParam.
 nonisolated(unsafe) public let kSecUseItemList: CFString = SecKeys.useItemList as NSString
 /// Apple's `kSecUseAuthenticationUI`.
 nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = SecKeys.useAuthenticationUI as NSString
@@ -70,23 +81,28 @@ nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = SecKeys.useAu
 nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = SecKeys.useAuthenticationUIAllow as NSString
 /// Apple's `kSecUseAuthenticationUIFail`.
 nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = SecKeys.useAuthenticationUIFail as NSString
-/// Apple's `kSecUseAuthenticationUISkip`.
+/// Apple's `kSecUseAuthenticationUISkip`. Accepted by SecItemCopyMatching only (errSecParam
+/// elsewhere); no item needs authentication UI here, so it skips nothing.
 nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = SecKeys.useAuthenticationUISkip as NSString
-/// Apple's `kSecUseOperationPrompt`.
+/// Apple's `kSecUseOperationPrompt`. Accepted (a string); nothing here asks for user presence, so
+/// it is not shown.
 nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = SecKeys.useOperationPrompt as NSString
-/// Apple's `kSecUseNoAuthenticationUI`.
+/// Apple's `kSecUseNoAuthenticationUI`. Accepted (a boolean); nothing here asks for user presence.
 nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = SecKeys.useNoAuthenticationUI as NSString
-/// Apple's `kSecUseAuthenticationContext`.
+/// Apple's `kSecUseAuthenticationContext`. Not supported (there is no LocalAuthentication): errSecParam.
 nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = SecKeys.useAuthenticationContext as NSString
-/// Apple's `kSecUseDataProtectionKeychain`.
+/// Apple's `kSecUseDataProtectionKeychain`. Accepted and ignored: latchkey is a data-protection
+/// keychain, with no file keychain beside it.
 nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = SecKeys.useDataProtectionKeychain as NSString
 /// Apple's `kSecAttrAccessible`.
 nonisolated(unsafe) public let kSecAttrAccessible: CFString = SecAttr.accessible as NSString
-/// Apple's `kSecAttrAccessControl`.
+/// Apple's `kSecAttrAccessControl`. Not implemented yet: errSecUnimplemented.
 nonisolated(unsafe) public let kSecAttrAccessControl: CFString = SecAttr.accessControl as NSString
-/// Apple's `kSecAttrAccessGroup`.
+/// Apple's `kSecAttrAccessGroup`. Stored and part of uniqueness; items added without one go to
+/// the group `default`. Not enforced yet: every process of the user may use every group.
 nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = SecAttr.accessGroup as NSString
-/// Apple's `kSecAttrSynchronizable`.
+/// Apple's `kSecAttrSynchronizable`. Stored and matched as on Apple systems (false by default);
+/// nothing is synchronised, since there is no iCloud Keychain.
 nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = SecAttr.synchronizable as NSString
 /// Apple's `kSecAttrSynchronizableAny`.
 nonisolated(unsafe) public let kSecAttrSynchronizableAny: CFString = SecKeys.synchronizableAny as NSString
@@ -126,7 +142,8 @@ nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = SecAttr.au
 nonisolated(unsafe) public let kSecAttrPort: CFString = SecAttr.port as NSString
 /// Apple's `kSecAttrPath`.
 nonisolated(unsafe) public let kSecAttrPath: CFString = SecAttr.path as NSString
-/// Apple's `kSecAttrTokenID`.
+/// Apple's `kSecAttrTokenID`. Stored as an attribute; a key generated into the keychain with it
+/// gives errSecUnimplemented (there is no Secure Enclave or token).
 nonisolated(unsafe) public let kSecAttrTokenID: CFString = SecAttr.tokenID as NSString
 /// Apple's `kSecAttrAlias`.
 nonisolated(unsafe) public let kSecAttrAlias: CFString = SecAttr.alias as NSString
@@ -160,19 +177,27 @@ nonisolated(unsafe) public let kSecAttrEffectiveKeySize: CFString = SecAttr.effe
 nonisolated(unsafe) public let kSecAttrStartDate: CFString = SecAttr.startDate as NSString
 /// Apple's `kSecAttrEndDate`.
 nonisolated(unsafe) public let kSecAttrEndDate: CFString = SecAttr.endDate as NSString
-/// Apple's `kSecAttrAccessibleWhenUnlocked` ("ak").
+/// Apple's `kSecAttrAccessibleWhenUnlocked` ("ak"). The default. Locks with `latchkey lock`, the screen lock
+/// (after a grace period) and sleep.
 nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"
-/// Apple's `kSecAttrAccessibleAfterFirstUnlock` ("ck").
+/// Apple's `kSecAttrAccessibleAfterFirstUnlock` ("ck"). Available from login or `latchkey unlock` until the last
+/// session closes or `latchkey lock --all`.
 nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock: CFString = "ck"
-/// Apple's `kSecAttrAccessibleAlways` ("dk").
+/// Apple's `kSecAttrAccessibleAlways` ("dk"). Never locked: protected by file permissions only, as Apple's
+/// class D.
 nonisolated(unsafe) public let kSecAttrAccessibleAlways: CFString = "dk"
-/// Apple's `kSecAttrAccessibleWhenUnlockedThisDeviceOnly` ("aku").
+/// Apple's `kSecAttrAccessibleWhenUnlockedThisDeviceOnly` ("aku"). Locks as WhenUnlocked; bound to this
+/// machine once the keybag is bound (at the first login through pam_latchkey).
 nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = "aku"
-/// Apple's `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly` ("cku").
+/// Apple's `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly` ("cku"). Locks as AfterFirstUnlock; bound to
+/// this machine once the keybag is bound.
 nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
-/// Apple's `kSecAttrAccessibleAlwaysThisDeviceOnly` ("dku").
+/// Apple's `kSecAttrAccessibleAlwaysThisDeviceOnly` ("dku"). Not locked by `latchkey lock`; once the keybag
+/// is bound it opens only on this machine, after a login through pam_latchkey.
 nonisolated(unsafe) public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = "dku"
-/// Apple's `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly` ("akpu").
+/// Apple's `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly` ("akpu"). Locks as WhenUnlocked and is bound
+/// to the machine like `aku`; a latchkey keychain always has a password, so the passcode condition
+/// always holds.
 nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = "akpu"
 /// Apple's `kSecAttrCanEncrypt` ("encr").
 nonisolated(unsafe) public let kSecAttrCanEncrypt: CFString = "encr"
@@ -190,7 +215,8 @@ nonisolated(unsafe) public let kSecAttrCanWrap: CFString = "wrap"
 nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = "unwp"
 /// Apple's `kSecAttrIsPermanent` ("perm").
 nonisolated(unsafe) public let kSecAttrIsPermanent: CFString = "perm"
-/// Apple's `kSecAttrIsExtractable` ("extr").
+/// Apple's `kSecAttrIsExtractable` ("extr"). False keeps a private key in the agent for good: its bytes
+/// cannot be exported (errSecDataNotAvailable) and the attribute cannot be set back to true.
 nonisolated(unsafe) public let kSecAttrIsExtractable: CFString = "extr"
 /// Apple's `kSecAttrIsSensitive` ("sens").
 nonisolated(unsafe) public let kSecAttrIsSensitive: CFString = "sens"
@@ -279,5 +305,6 @@ nonisolated(unsafe) public let kSecAttrWasNeverExtractable: CFString = "next"
 nonisolated(unsafe) public let kSecAttrCanSignRecover: CFString = "snrc"
 /// Apple's `kSecAttrCanVerifyRecover` ("vyrc").
 nonisolated(unsafe) public let kSecAttrCanVerifyRecover: CFString = "vyrc"
-/// Apple's `kSecAttrTokenIDSecureEnclave`; latchkey has no Secure Enclave, so keys naming it are refused.
+/// Apple's `kSecAttrTokenIDSecureEnclave`. latchkey has no Secure Enclave: a key generated into the
+/// keychain with `kSecAttrTokenID` gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"

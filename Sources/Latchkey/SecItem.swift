@@ -3,12 +3,14 @@ import LatchkeyModel
 import LatchkeyWire
 
 /// Adds an item to the keychain (Apple's `SecItemAdd`). `result`, when given, receives what the
-/// `kSecReturn*` keys ask for.
+/// `kSecReturn*` keys ask for. A `kSecMatch*` key is errSecParam (securityd appears to report success
+/// without adding anything).
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     SecItemCall.run(result) { () throws(SecError) in .add(try ValueBridge.dictionary(attributes)) }
 }
 
-/// Returns one or more items that match a query (Apple's `SecItemCopyMatching`).
+/// Returns one or more items that match a query (Apple's `SecItemCopyMatching`). A damaged item makes
+/// the call fail with errSecDecode, where securityd skips it and queues it for deletion.
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     SecItemCall.run(result) { () throws(SecError) in .copyMatching(try ValueBridge.dictionary(query)) }
 }
@@ -20,12 +22,15 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
     }
 }
 
-/// Deletes every item that matches a query (Apple's `SecItemDelete`). Works while the keychain is locked.
+/// Deletes every item that matches a query (Apple's `SecItemDelete`). Works while the keychain is locked;
+/// after `latchkey lock --all`, deleting by attributes gives errSecInteractionNotAllowed (the lookup key
+/// is gone), while deleting a whole class or a persistent reference still works.
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     SecItemCall.run(nil) { () throws(SecError) in .delete(try ValueBridge.dictionary(query)) }
 }
 
-/// Apple's message for a result code (`SecCopyErrorMessageString`); `reserved` must be nil.
+/// Apple's message for a result code (`SecCopyErrorMessageString`); `reserved` must be nil. A code
+/// without a message gives "OSStatus" and the number.
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
     if let message = SecStatus.message(for: status) { return NSString(string: message) }
     return NSString(string: "OSStatus \(status)")

@@ -65,6 +65,8 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
 
     var secValue: SecValue { ItemReference.key(wireReference).secValue }
 
+    /// A summary for debugging: type, size, public or private, and whether the agent holds the key;
+    /// never key bytes.
     public var description: String {
         let kind = reference.keyType == KeyReference.typeRSA ? "RSA" : "EC"
         let role = reference.isPrivate ? "private" : "public"
@@ -72,11 +74,14 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
         return "<SecKey \(kind) \(reference.sizeInBits)-bit \(role)\(place)>"
     }
 
+    /// Two keys are equal when they are the same object, or have the same type, class and public key
+    /// (so a private key read from the keychain equals the key that was added).
     public static func == (a: SecKey, b: SecKey) -> Bool {
         a === b || (a.reference.keyClass == b.reference.keyClass && a.reference.keyType == b.reference.keyType
             && a.reference.publicKey == b.reference.publicKey)
     }
 
+    /// Hashes the key class and the public key, which equal keys share.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(reference.keyClass)
         hasher.combine(reference.publicKey)
@@ -85,10 +90,15 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
 
 /// Apple's `SecKeyOperationType`.
 public enum SecKeyOperationType: Int, Sendable {
+    /// Creating a signature (`SecKeyCreateSignature`); needs a private key.
     case sign = 0
+    /// Verifying a signature (`SecKeyVerifySignature`); done with the public key.
     case verify = 1
+    /// Encrypting (`SecKeyCreateEncryptedData`); done with the public key.
     case encrypt = 2
+    /// Decrypting (`SecKeyCreateDecryptedData`); needs a private key.
     case decrypt = 3
+    /// Key exchange (`SecKeyCopyKeyExchangeResult`); needs a private key.
     case keyExchange = 4
 }
 

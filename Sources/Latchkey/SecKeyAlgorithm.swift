@@ -7,8 +7,11 @@ import LatchkeyCrypto
 /// The list is LatchkeyCrypto's (`SignatureAlgorithm`, `EncryptionAlgorithm`, `KeyExchangeAlgorithm`):
 /// every member here is implemented.
 public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable, CustomStringConvertible {
+    /// Apple's string value of the algorithm, as a `CFString`.
     public let rawValue: CFString
 
+    /// An algorithm from its string value. Any string is accepted: for one latchkey does not implement,
+    /// `SecKeyIsAlgorithmSupported` is false and the other SecKey functions fail with errSecUnimplemented.
     public init(rawValue: CFString) {
         self.rawValue = rawValue
     }
@@ -20,10 +23,13 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable, 
     /// The algorithm's string value.
     public var name: String { rawValue as String }
 
+    /// The algorithm's string value.
     public var description: String { name }
 
+    /// Two algorithms are equal when their string values are.
     public static func == (a: SecKeyAlgorithm, b: SecKeyAlgorithm) -> Bool { a.name == b.name }
 
+    /// Hashes the string value, as `==` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 
     /// Apple's `kSecKeyAlgorithmRSASignatureRaw` ("algid:sign:RSA:raw").

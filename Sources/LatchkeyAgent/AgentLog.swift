@@ -1,29 +1,23 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Logging
 
 /// The agent's log: one line per event on standard error (the journal under systemd, agent.log when
 /// started on demand). Never given a secret, an account name or an attribute value.
+///
+/// A thin namespace over ``logger``, so the agent's call sites stay one short call each; the line format
+/// and the cap on agent.log belong to the handler `latchkeyd` bootstraps (`AgentLogHandler` in
+/// LatchkeyLog). Modules the agent hands a logger to (the Secret Service) take ``logger`` itself.
 public enum AgentLog {
-    public enum Level: String, Sendable {
-        case info
-        case warning
-        case error
-    }
+    /// How much a line matters: swift-log's levels (the agent uses info, warning and error).
+    public typealias Level = Logger.Level
 
-    public static func write(_ level: Level, _ message: String) {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var tm = tm()
-        var seconds = now.tv_sec
-        gmtime_r(&seconds, &tm)
-        let stamp = String(format4: Int(tm.tm_year) + 1900) + "-" + String(format2: Int(tm.tm_mon) + 1) + "-"
-            + String(format2: Int(tm.tm_mday)) + "T" + String(format2: Int(tm.tm_hour)) + ":"
-            + String(format2: Int(tm.tm_min)) + ":" + String(format2: Int(tm.tm_sec)) + "Z"
-        let line = "\(stamp) latchkeyd[\(getpid())] \(level.rawValue): \(message)\n"
-        var bytes = Array(line.utf8)
-        _ = Glibc.write(2, &bytes, bytes.count) // one write per line: lines from threads never interleave
-    }
+    /// The agent's logger. Made on first use, which `AgentMain.run` puts after `LoggingSystem.bootstrap`;
+    /// code run without the bootstrap (tests) gets swift-log's default handler instead.
+    public static let logger = Logger(label: "latchkeyd")
+
+    public static func write(_ level: Level, _ message: String) { logger.log(level: level, "\(message)") }
 
     /// Writes a message to standard error as it is (usage errors).
     public static func printError(_ message: String) {
@@ -31,12 +25,7 @@ public enum AgentLog {
         _ = Glibc.write(2, &bytes, bytes.count)
     }
 
-    public static func info(_ message: String) { write(.info, message) }
-    public static func warning(_ message: String) { write(.warning, message) }
-    public static func error(_ message: String) { write(.error, message) }
-}
-
-private extension String {
-    init(format2 value: Int) { self = value < 10 ? "0\(value)" : "\(value)" }
-    init(format4 value: Int) { self = String(value) }
+    public static func info(_ message: String) { logger.info("\(message)") }
+    public static func warning(_ message: String) { logger.warning("\(message)") }
+    public static func error(_ message: String) { logger.error("\(message)") }
 }

@@ -4,16 +4,18 @@ import Glibc
 import CLatchkeySystem
 import LatchkeyDesktop
 import LatchkeyEngine
+import LatchkeyLog
 import LatchkeySecretService
 import LatchkeyTransport
 import LatchkeyWire
+import Logging
 
 /// `latchkeyd` start-up: options, hardening, daemonising, the readiness signal and the server.
 public enum AgentMain {
     static let usage = """
         usage: latchkeyd [--keychain DIR] [--lock-grace SECONDS] [--idle-lock MINUTES] [--no-desktop]
                          [--no-secret-service] [--prompter COMMAND] [--secret-service-activation]
-                         [--daemon] [--version]
+                         [--log-limit BYTES] [--daemon] [--version]
 
         The latchkey agent: holds the keychain's class keys and its encrypted store, and serves the
         Latchkey library and the latchkey command over $XDG_RUNTIME_DIR/latchkey/agent.sock.
@@ -35,12 +37,19 @@ public enum AgentMain {
           --secret-service-activation
                           started by D-Bus activation: if an agent already runs, hand it the bus
                           and exit (docs/SECRET-SERVICE.md)
+          --log-limit BYTES
+                          when standard error is $XDG_RUNTIME_DIR/latchkey/agent.log, rename it to
+                          agent.log.1 once it passes BYTES (default 1048576, or $LATCHKEY_LOG_LIMIT;
+                          0 = never)
           --daemon        detach from the terminal (used when a client starts the agent)
           --version       print the version and exit
 
         """
 
     public static func run(arguments: [String]) -> Never {
+        // The only bootstrap in the package: every module below logs through a Logger it is given (or
+        // AgentLog.logger), and this handler writes the agent's line format to standard error.
+        LoggingSystem.bootstrap { _ in AgentLogHandler() }
         closeInheritedDescriptors()
         var directory: String?
         var daemon = false
@@ -51,6 +60,11 @@ public enum AgentMain {
         var prompter = AgentEndpoint.environment("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
             ?? PinentryPrompter(command: ["pinentry"])
         var policy = LockPolicy.Settings()
+        var logLimit = LogOutput.defaultLimit
+        if let value = AgentEndpoint.environment("LATCHKEY_LOG_LIMIT") {
+            guard let bytes = Int(value), bytes >= 0 else { usageError("LATCHKEY_LOG_LIMIT=\(value) is not a number of bytes") }
+            logLimit = bytes
+        }
         if let value = AgentEndpoint.environment("LATCHKEY_LOCK_GRACE") {
             guard let seconds = Double(value), seconds >= 0, seconds <= 86_400 else { usageError("LATCHKEY_LOCK_GRACE=\(value) is not a number of seconds") }
             policy.grace = seconds
@@ -84,6 +98,10 @@ public enum AgentMain {
                 prompter = PinentryPrompter(commandLine: arguments[index])
                 prompterFromOption = true
                 guard !prompter.command.isEmpty, !arguments[index].isEmpty else { usageError("--prompter needs a command") }
+            case "--log-limit" where index + 1 < arguments.count:
+                index += 1
+                guard let bytes = Int(arguments[index]), bytes >= 0 else { usageError("--log-limit needs a number of bytes") }
+                logLimit = bytes
             case "--secret-service-activation":
                 activation = true
             case "--daemon":
@@ -120,9 +138,7 @@ public enum AgentMain {
         } catch let error as ListenerError {
             if error.alreadyRunning && activation {
                 // D-Bus started us for org.freedesktop.secrets: the running agent takes the bus.
-                exit(SecretServiceHost.handOffActivation(runtimeDirectory: endpoint.directory) { _, message in
-                    AgentLog.warning(message)
-                })
+                exit(SecretServiceHost.handOffActivation(runtimeDirectory: endpoint.directory, log: AgentLog.logger))
             }
             AgentLog.write(error.alreadyRunning ? .info : .error, error.description)
             exit(error.alreadyRunning ? 0 : 1)
@@ -131,6 +147,10 @@ public enum AgentMain {
             exit(1)
         }
         installSignalHandlers(server)
+        // The socket directory is checked (ours, 0700) now, so rotation may create files in it. Only the
+        // agent.log a client opened for us is capped; the journal, a pipe or a file of the user's choice
+        // is left alone.
+        LogOutput.standardError.bound(path: endpoint.logPath, limit: logLimit)
         let status = keychain.status()
         if let problem = status.problem { AgentLog.error(problem) }
         AgentLog.info("listening on \(server.socketPath); keychain \(location.directory)"
@@ -140,7 +160,7 @@ public enum AgentMain {
             // Missing buses are logged once by the watcher and do not stop the agent.
             desktopWatcher = LockWatcher(onEvent: { lockPolicy.handle($0) }, log: { level, message in
                 switch level {
-                case .debug: break
+                case .debug: AgentLog.logger.debug("\(message)")
                 case .info: AgentLog.info(message)
                 case .warning: AgentLog.warning(message)
                 }
@@ -152,9 +172,8 @@ public enum AgentMain {
         }
         if serveSecretService {
             // A missing session bus, or another owner of the name, is logged once and changes nothing else.
-            let host = SecretServiceHost(keychain: keychain, prompter: prompter, runtimeDirectory: endpoint.directory) {
-                level, message in AgentLog.write(level == .info ? .info : .warning, message)
-            }
+            let host = SecretServiceHost(keychain: keychain, prompter: prompter, runtimeDirectory: endpoint.directory,
+                                         log: AgentLog.logger)
             host.start()
             secretServiceHost = host
         }

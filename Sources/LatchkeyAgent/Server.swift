@@ -3,6 +3,7 @@ import LatchkeyDesktop
 import Glibc
 #endif
 import CLatchkeySystem
+import LatchkeyCodec
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeyTransport

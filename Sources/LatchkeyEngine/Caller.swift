@@ -1,8 +1,10 @@
-/// Who is calling the engine: the peer of an agent connection, as `SO_PEERCRED` and `/proc` tell it.
+/// Who is calling the engine: the peer of an agent connection, as `SO_PEERCRED` and `/proc` tell it (or a
+/// Secret Service client).
 ///
 /// Access groups are carried now so that per-application groups can be enforced later without changing
-/// the engine's interface: today every caller of the user's own uid may use every group, and items added
-/// without `kSecAttrAccessGroup` go to `Caller.defaultAccessGroup`.
+/// the engine's interface: the access policy (`AccessGroupPolicy`) lets every caller of the user's own uid
+/// use every group, and puts items added without `kSecAttrAccessGroup` in the caller's first group,
+/// `Caller.defaultAccessGroup` unless it says otherwise.
 public struct Caller: Sendable, Equatable {
     /// The group items go to when the caller names none.
     public static let defaultAccessGroup = "default"

@@ -1,6 +1,6 @@
+import LatchkeyCodec
 import LatchkeyCrypto
 import LatchkeyModel
-import LatchkeyWire
 import LatchkeySecrets
 import LatchkeyStore
 
@@ -20,7 +20,7 @@ struct OpenItem {
     var secretService: SecretServiceData? = nil
 }
 
-/// Seals and opens store rows (docs/KEYBAG.md, "Item encryption"), and computes the keyed hashes.
+/// Seals and opens store rows, and computes the keyed hashes (docs/STORE.md, the normative description).
 ///
 /// Each item has a fresh 256-bit item key. The key is wrapped with AES-256-GCM under the item's class key;
 /// the attributes and the secret are sealed with AES-256-GCM under the item key. The associated data of
@@ -45,18 +45,40 @@ enum ItemSealer {
         attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: SecretBytes,
         secretService: SecretServiceData? = nil
     ) throws -> NewRow {
-        let itemKey = try SecureRandom.secret(AES256GCM.keySize)
+        try seal(ref: ref, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
+                 attributes: attributes, secret: secret, classKey: classKey, indexKey: indexKey,
+                 secretService: secretService, itemKey: try SecureRandom.secret(AES256GCM.keySize), nonces: nil)
+    }
+
+    /// The nonces of an item's three blobs, when they are given rather than drawn.
+    struct Nonces {
+        var wrappedKey: [UInt8]
+        var metadata: [UInt8]
+        var secret: [UInt8]
+    }
+
+    /// `seal` with the item key given, and the three nonces too (drawn at random when `nonces` is nil).
+    /// Only the test vectors of docs/STORE.md give nonces, to reproduce their blobs through this code:
+    /// a nonce used twice under one key would break GCM.
+    static func seal(
+        ref: [UInt8], itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool,
+        attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: SecretBytes,
+        secretService: SecretServiceData?, itemKey: SecretBytes, nonces: Nonces?
+    ) throws -> NewRow {
         let wrapped = try AES256GCM.seal(itemKey, key: classKey,
-                                         aad: aad(.wrappedKey, ref: ref, itemClass: itemClass, protection: protection))
+                                         aad: aad(.wrappedKey, ref: ref, itemClass: itemClass, protection: protection),
+                                         nonce: nonces?.wrappedKey)
         var encoded: [UInt8] = []
         var sealed = attributes
         if let secretService { sealed[SecretServiceData.key] = secretService.encoded }
         ValueCodec.encode(.dictionary(sealed), into: &encoded)
         let metadata = try AES256GCM.seal(encoded, key: itemKey,
-                                          aad: aad(.metadata, ref: ref, itemClass: itemClass, protection: protection))
+                                          aad: aad(.metadata, ref: ref, itemClass: itemClass, protection: protection),
+                                          nonce: nonces?.metadata)
         SecretBytes.wipe(&encoded)
         let sealedSecret = try AES256GCM.seal(secret, key: itemKey,
-                                              aad: aad(.secret, ref: ref, itemClass: itemClass, protection: protection))
+                                              aad: aad(.secret, ref: ref, itemClass: itemClass, protection: protection),
+                                              nonce: nonces?.secret)
         return NewRow(
             persistentRef: ref, itemClass: Int(itemClass.rawValue), protection: Int(protection.rawValue),
             synchronizable: synchronizable,

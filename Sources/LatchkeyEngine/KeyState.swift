@@ -11,10 +11,11 @@ struct KeyState {
     private var classKeys: [ProtectionClass: SecretBytes] = [:]
     /// HMAC key for the lookup and uniqueness hashes; available exactly while AfterFirstUnlock is.
     private(set) var indexKey: SecretBytes?
-    /// Private keys imported for key operations, each dropped with the class key of its item.
-    var privateKeys = PrivateKeyCache()
+    /// Private keys imported for key operations, each dropped with the class key of its item (shared
+    /// by every copy of this state: see `PrivateKeyCache`).
+    let privateKeys = PrivateKeyCache()
 
-    /// HKDF label of the index key; part of the on-disk format (docs/KEYBAG.md, "Keys below the keybag").
+    /// HKDF label of the index key; part of the on-disk format (docs/STORE.md, "Keys").
     static let indexKeyInfo = Array("latchkey index v1".utf8)
 
     /// The key of a class, or errSecInteractionNotAllowed.

@@ -16,7 +16,10 @@ import LatchkeyModel
 /// blob (random nonce, so a re-sealed or replaced key never matches), and the item is still found,
 /// opened and checked on every use, so access rules and lock states apply exactly as without the
 /// cache. Bounded: the least recently used entry goes first.
-struct PrivateKeyCache {
+///
+/// A class, and touched only with the engine's mutex held: the item code borrows a copy of `KeyState`
+/// for one request, and a key it imports must land in the one cache the lock state drops.
+final class PrivateKeyCache {
     /// Keys kept at most. A keychain seldom uses more than a handful of private keys at a time.
     static let capacity = 32
 
@@ -33,7 +36,7 @@ struct PrivateKeyCache {
     var count: Int { entries.count }
 
     /// The key imported from `sealedSecret` for the item `ref`, if it is still cached.
-    mutating func key(ref: [UInt8], sealedSecret: [UInt8]) -> AsymmetricKey? {
+    func key(ref: [UInt8], sealedSecret: [UInt8]) -> AsymmetricKey? {
         guard var entry = entries[ref], entry.sealedSecret == sealedSecret else { return nil }
         clock += 1
         entry.lastUse = clock
@@ -43,7 +46,7 @@ struct PrivateKeyCache {
 
     /// Keeps `key` for the item `ref`, replacing what was kept for it and evicting the least
     /// recently used entry when full.
-    mutating func insert(_ key: AsymmetricKey, ref: [UInt8], sealedSecret: [UInt8], protection: ProtectionClass) {
+    func insert(_ key: AsymmetricKey, ref: [UInt8], sealedSecret: [UInt8], protection: ProtectionClass) {
         if entries[ref] == nil, entries.count >= Self.capacity,
            let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
             entries.removeValue(forKey: oldest)
@@ -53,16 +56,16 @@ struct PrivateKeyCache {
     }
 
     /// Forgets the key of an item that was deleted or changed.
-    mutating func remove(ref: [UInt8]) {
+    func remove(ref: [UInt8]) {
         entries.removeValue(forKey: ref)
     }
 
     /// Forgets every key of the classes `dropped` selects (their class keys are being dropped).
-    mutating func removeAll(where dropped: (ProtectionClass) -> Bool) {
+    func removeAll(where dropped: (ProtectionClass) -> Bool) {
         entries = entries.filter { !dropped($0.value.protection) }
     }
 
-    mutating func removeAll() {
+    func removeAll() {
         entries.removeAll()
     }
 }

@@ -58,7 +58,7 @@ enum ResultBuilder {
     /// The item's data; a key that may not be exported never leaves through kSecReturnData (whatever
     /// its class attribute says, which an update could have changed).
     private static func data(of item: OpenItem) throws(SecError) -> [UInt8] {
-        if item.itemClass == .key, !Keychain.isExtractable(item) {
+        if item.itemClass == .key, !item.isExtractable {
             throw SecError(SecStatus.dataNotAvailable, "the key is not extractable (kSecAttrIsExtractable is false)")
         }
         return try ItemSealer.openSecret(item)
@@ -86,7 +86,7 @@ enum ResultBuilder {
         defer { SecretBytes.wipe(&material) }
         var reference = try KeyMaterial.reference(material: material, keyType: keyType, keyClass: keyClass, stored: true)
         reference.persistentRef = persistentRef(item)
-        reference.extractable = Keychain.isExtractable(item)
+        reference.extractable = item.isExtractable
         return reference
     }
 }

@@ -7,49 +7,49 @@ import LatchkeySecrets
 // Secret Service item, and the keyed hashes of the "S" and "C" domains. Pure: no store, no lock.
 
 /// Limits on what a Secret Service client may store (docs/SECRET-SERVICE.md §6).
-public enum SecretServiceLimits {
+package enum SecretServiceLimits {
     /// Attribute pairs per item.
-    public static let maxAttributes = 256
+    package static let maxAttributes = 256
     /// Bytes per attribute name or value, and per label.
-    public static let maxStringBytes = 4096
+    package static let maxStringBytes = 4096
     /// Bytes of a content type.
-    public static let maxContentTypeBytes = 255
+    package static let maxContentTypeBytes = 255
     /// Bytes of a secret.
-    public static let maxSecretBytes = 1 << 20
+    package static let maxSecretBytes = 1 << 20
     /// Collections besides `login`.
-    public static let maxCollections = 64
+    package static let maxCollections = 64
     /// Aliases (each one costs a sealed-state entry and a signal path per lock change).
-    public static let maxAliases = 128
+    package static let maxAliases = 128
     /// Bytes of a collection id or alias name.
-    public static let maxIdentifierBytes = 64
+    package static let maxIdentifierBytes = 64
 }
 
 /// A Secret Service attribute map: unique names, compared byte for byte (not under Unicode
 /// equivalence, as Swift strings are), kept sorted by the UTF-8 bytes of the name.
-public struct SecretAttributes: Sendable, Equatable {
+package struct SecretAttributes: Sendable, Equatable {
     /// One attribute.
-    public struct Pair: Sendable, Equatable {
-        public var name: String
-        public var value: String
+    package struct Pair: Sendable, Equatable {
+        package var name: String
+        package var value: String
 
-        public init(_ name: String, _ value: String) {
+        package init(_ name: String, _ value: String) {
             self.name = name
             self.value = value
         }
 
-        public static func == (a: Pair, b: Pair) -> Bool {
+        package static func == (a: Pair, b: Pair) -> Bool {
             a.name.utf8.elementsEqual(b.name.utf8) && a.value.utf8.elementsEqual(b.value.utf8)
         }
     }
 
     /// The pairs, sorted by name bytes.
-    public private(set) var pairs: [Pair]
+    package private(set) var pairs: [Pair]
 
     /// The empty map.
-    public init() { pairs = [] }
+    package init() { pairs = [] }
 
     /// A map from pairs in any order; nil if a name (as bytes) appears twice.
-    public init?(_ unsorted: [Pair]) {
+    package init?(_ unsorted: [Pair]) {
         let sorted = unsorted.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         for k in sorted.indices.dropFirst() where sorted[k - 1].name.utf8.elementsEqual(sorted[k].name.utf8) {
             return nil
@@ -57,28 +57,28 @@ public struct SecretAttributes: Sendable, Equatable {
         pairs = sorted
     }
 
-    public var count: Int { pairs.count }
-    public var isEmpty: Bool { pairs.isEmpty }
+    package var count: Int { pairs.count }
+    package var isEmpty: Bool { pairs.isEmpty }
 
     /// The value of `name` (compared as bytes).
-    public subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         pairs.first { $0.name.utf8.elementsEqual(name.utf8) }?.value
     }
 
     /// Whether every pair of `query` is one of ours.
-    public func contains(_ query: SecretAttributes) -> Bool {
+    package func contains(_ query: SecretAttributes) -> Bool {
         query.pairs.allSatisfy { wanted in pairs.contains(wanted) }
     }
 
     /// A copy with `name` set to `value`, or removed when `value` is nil.
-    public func setting(_ name: String, _ value: String?) -> SecretAttributes {
+    package func setting(_ name: String, _ value: String?) -> SecretAttributes {
         var others = pairs.filter { !$0.name.utf8.elementsEqual(name.utf8) }
         if let value { others.append(Pair(name, value)) }
         return SecretAttributes(others)!
     }
 
     /// Checks the caps of docs/SECRET-SERVICE.md §6.
-    public func validate() throws(SecError) {
+    package func validate() throws(SecError) {
         guard pairs.count <= SecretServiceLimits.maxAttributes else {
             throw .param("more than \(SecretServiceLimits.maxAttributes) attributes")
         }
@@ -93,16 +93,16 @@ public struct SecretAttributes: Sendable, Equatable {
     static let serviceName = "service"
 
     /// `svce` as this map defines it.
-    var service: String? { self[Self.serviceName] }
+    package var service: String? { self[Self.serviceName] }
 
     /// The name that gives `acct` (the first of `accountNames` present), or nil.
     var accountName: String? { Self.accountNames.first { self[$0] != nil } }
 
     /// `acct` as this map defines it.
-    var account: String? { accountName.flatMap { self[$0] } }
+    package var account: String? { accountName.flatMap { self[$0] } }
 
     /// This map without a `username` that repeats `account` (the view of a SecItem item has one).
-    var withoutMirroredUsername: SecretAttributes {
+    package var withoutMirroredUsername: SecretAttributes {
         guard let username = self["username"], let account = self["account"],
               username.utf8.elementsEqual(account.utf8) else { return self }
         return setting("username", nil)
@@ -111,28 +111,28 @@ public struct SecretAttributes: Sendable, Equatable {
     /// Whether two maps name the same item for `CreateItem(replace)`: equal once a `username` that
     /// repeats `account` is set aside, so `{service, account}` replaces the item whose view is
     /// `{service, account, username}` (docs/SECRET-SERVICE.md §3).
-    func namesSameItem(as other: SecretAttributes) -> Bool {
+    package func namesSameItem(as other: SecretAttributes) -> Bool {
         withoutMirroredUsername == other.withoutMirroredUsername
     }
 }
 
 /// What is sealed with a Secret Service item besides its genp attributes, under the key `ss` of the
 /// sealed attribute dictionary (docs/SECRET-SERVICE.md §1.1).
-struct SecretServiceData: Equatable {
+package struct SecretServiceData: Sendable, Equatable {
     /// The key in the sealed dictionary; no SecItem attribute can have it.
     static let key = "ss"
     /// The keychain's own collection.
-    static let login = "login"
+    package static let login = "login"
 
-    var attributes: SecretAttributes
-    var collection: String
-    var contentType: String
+    package var attributes: SecretAttributes
+    package var collection: String
+    package var contentType: String
     /// Empty, or 16 random bytes that make a deliberate duplicate unique (docs/SECRET-SERVICE.md §3).
-    var nonce: [UInt8] = []
+    package var nonce: [UInt8] = []
     /// The item was made through SecItem and a Secret Service client then stored richer attributes on
     /// it (`CreateItem(replace)` naming its service and account): it stays unique as the generic
     /// password of its `svce`/`acct`, whatever its attributes (docs/SECRET-SERVICE.md §3).
-    var keepsGenericIdentity = false
+    package var keepsGenericIdentity = false
 
     var encoded: SecValue {
         var value: [String: SecValue] = [
@@ -145,7 +145,7 @@ struct SecretServiceData: Equatable {
         return .dictionary(value)
     }
 
-    init(attributes: SecretAttributes, collection: String, contentType: String, nonce: [UInt8] = []) {
+    package init(attributes: SecretAttributes, collection: String, contentType: String, nonce: [UInt8] = []) {
         self.attributes = attributes
         self.collection = collection
         self.contentType = contentType
@@ -223,7 +223,7 @@ struct SecretServiceData: Equatable {
 }
 
 /// The Secret Service view of genp items and the keyed hashes of docs/SECRET-SERVICE.md §2–3.
-enum SecretServiceMapping {
+package enum SecretServiceMapping {
     static let defaultContentType = "text/plain"
 
     /// The version of the hashes `indexHashes` derives. When it moves on, every genp row is re-indexed
@@ -231,7 +231,7 @@ enum SecretServiceMapping {
     static let indexVersion = 2
 
     /// A non-empty string, or data that is valid UTF-8; nil otherwise.
-    static func text(_ value: SecValue?) -> String? {
+    package static func text(_ value: SecValue?) -> String? {
         let text: String?
         switch value {
         case .string(let s)?: text = s
@@ -327,7 +327,7 @@ enum SecretServiceMapping {
 
     /// The genp attributes a Secret Service attribute map defines: `svce` and `acct` (their implicit
     /// empty default when the map has no such attribute).
-    static func primaryKey(of attributes: SecretAttributes) -> (service: SecValue, account: SecValue) {
+    package static func primaryKey(of attributes: SecretAttributes) -> (service: SecValue, account: SecValue) {
         (attributes.service.map { .string($0) } ?? .data([]), attributes.account.map { .string($0) } ?? .data([]))
     }
 }

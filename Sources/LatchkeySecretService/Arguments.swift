@@ -2,8 +2,9 @@ import LatchkeyCrypto
 import LatchkeyDesktop
 import LatchkeyEngine
 
-/// Reading method arguments: the signature is checked first, then every value and cap, so bad input
-/// from a client becomes `InvalidArgs` and never reaches the engine (docs/SECRET-SERVICE.md §6).
+/// Reading method arguments. Dispatch has checked the signature and read the call within `limits`
+/// (`BusObject.dispatch`); these check every value and cap, so bad input from a client becomes
+/// `InvalidArgs` and never reaches the engine (docs/SECRET-SERVICE.md §6).
 enum Arguments {
     /// Objects per `Unlock`, `Lock` or `GetSecrets` call.
     static let maxObjects = 1024
@@ -22,17 +23,6 @@ enum Arguments {
         return limits
     }()
 
-    /// The call's arguments, if its body has exactly `signature`, read within `limits`. With
-    /// `wipingByteArrays` the byte arrays are zeroed in the message once read (a secret's bytes);
-    /// the caller wipes the returned values when done (`BusValue.wipeByteArrays`).
-    static func read(_ call: BusMessage, _ signature: String, limits: ReadLimits = Arguments.limits,
-                     wipingByteArrays: Bool = false) throws(BusError) -> [BusValue] {
-        guard call.signature == signature else {
-            throw SecretServiceErrors.invalidArgs("expected arguments (\(signature)), got (\(call.signature))")
-        }
-        return try call.arguments(within: limits, wipingByteArrays: wipingByteArrays)
-    }
-
     static func string(_ value: BusValue) throws(BusError) -> String {
         guard case .string(let s) = value else { throw SecretServiceErrors.invalidArgs("expected a string") }
         return s
@@ -41,11 +31,6 @@ enum Arguments {
     static func objectPath(_ value: BusValue) throws(BusError) -> String {
         guard case .objectPath(let s) = value else { throw SecretServiceErrors.invalidArgs("expected an object path") }
         return s
-    }
-
-    static func bool(_ value: BusValue) throws(BusError) -> Bool {
-        guard case .boolean(let b) = value else { throw SecretServiceErrors.invalidArgs("expected a boolean") }
-        return b
     }
 
     /// An `ao`, at most `maxObjects` long.

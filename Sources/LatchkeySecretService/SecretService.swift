@@ -4,6 +4,7 @@ import Glibc
 import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyModel
+import Logging
 
 /// The freedesktop.org Secret Service on a D-Bus connection, backed by the keychain engine
 /// (docs/SECRET-SERVICE.md).
@@ -14,11 +15,6 @@ import LatchkeyModel
 /// per running prompt runs the prompter and the unlock (Argon2id, never on the loop) and queues its
 /// result on the loop.
 public final class SecretService: @unchecked Sendable {
-    /// How much a log line matters.
-    public enum LogLevel: Sendable {
-        case info, warning
-    }
-
     /// Why the service could not start.
     public enum StartError: Error, Sendable, CustomStringConvertible {
         /// No bus to connect to.
@@ -37,7 +33,7 @@ public final class SecretService: @unchecked Sendable {
     let engine: SecretServiceKeychain
     let keychain: Keychain
     let prompter: PinentryPrompter
-    let log: @Sendable (LogLevel, String) -> Void
+    let log: Logger
     let connection: BusConnection
 
     // Loop thread only.
@@ -47,13 +43,14 @@ public final class SecretService: @unchecked Sendable {
 
     /// Connects to `endpoint`, serves the objects and claims `org.freedesktop.secrets` (without
     /// replacing or queueing behind an owner). `onDisconnect` runs once if the bus goes away later.
+    /// The service logs to `log`, never a secret.
     public static func start(on endpoint: BusEndpoint, keychain: Keychain, prompter: PinentryPrompter,
-                             log: @escaping @Sendable (LogLevel, String) -> Void,
+                             log: Logger,
                              onDisconnect: (@Sendable () -> Void)? = nil) throws(StartError) -> SecretService {
         let connection: BusConnection
         do {
             connection = try BusConnection(endpoint) { error in
-                log(.warning, "Secret Service: \(endpoint) disconnected (\(error.message)); no longer serving it")
+                log.warning("Secret Service: \(endpoint) disconnected (\(error.message)); no longer serving it")
                 keychain.observeItemChanges(nil)
                 keychain.observeLockState(nil)
                 onDisconnect?()
@@ -97,7 +94,7 @@ public final class SecretService: @unchecked Sendable {
     }
 
     init(connection: BusConnection, keychain: Keychain, prompter: PinentryPrompter,
-         log: @escaping @Sendable (LogLevel, String) -> Void) {
+         log: Logger) {
         self.connection = connection
         self.keychain = keychain
         self.engine = keychain.secretService
@@ -120,63 +117,37 @@ public final class SecretService: @unchecked Sendable {
 
     // MARK: - Dispatch
 
+    /// Serves a method call to a path under /org/freedesktop/secrets: the object the path names
+    /// answers it from its tables (`BusObject.dispatch`), and engine errors become Secret Service
+    /// errors here, in one place.
     func dispatch(_ call: BusMessage, _ bus: Bus) throws -> Bus.Dispatch {
         guard call.kind == .methodCall, let path = call.path else { return .notHandled }
-        let member = call.member ?? ""
-        let interface = call.interface
         guard let object = ObjectPath(path) else {
             // The nodes between the service and its objects, for tools that walk the tree.
             let nodes = [SS.collectionPrefix, SS.aliasPrefix, SS.sessionPrefix, SS.promptPrefix]
-            if nodes.contains(path), member == "Introspect", interface == nil || interface == SS.Interface.introspectable {
-                try call.reply([.string(Introspection.node(""))])
+            let interface = call.interface
+            if nodes.contains(path), call.member == "Introspect", interface == nil || interface == SS.Interface.introspectable {
+                try call.reply([.string(BusIntrospection.document())])
                 return .handled
             }
             return .notHandled
         }
         do {
-            if member == "Introspect" && (interface == nil || interface == SS.Interface.introspectable) {
-                try call.reply([.string(try introspect(object))])
-                return .handled
-            }
-            if interface == SS.Interface.properties {
-                return try handleProperties(call, object, bus)
-            }
             switch object {
-            case .service: return try handleService(call, member, interface, bus)
-            case .collection(let name): return try handleCollection(call, name, member, interface, bus)
-            case .item(let name, let id): return try handleItem(call, name, id, member, interface, bus)
-            case .session(let n): return try handleSession(call, n, member, interface)
-            case .prompt(let n): return try handlePrompt(call, n, member, interface, bus)
+            case .service:
+                try ServiceObject(service: self, bus: bus).dispatch(call)
+            case .collection(let name):
+                try CollectionObject(service: self, bus: bus, name: name).dispatch(call)
+            case .item(let name, let id):
+                try ItemObject(service: self, bus: bus, collection: name, id: id).dispatch(call)
+            case .session(let n):
+                try SessionObject(service: self, bus: bus, n: n, caller: call.sender ?? "").dispatch(call)
+            case .prompt(let n):
+                try PromptObject(service: self, bus: bus, n: n, caller: call.sender ?? "").dispatch(call)
             }
+            return .handled
         } catch {
             throw SecretServiceErrors.map(error)
-        }
-    }
-
-    static func unknownMethod(_ interface: String?, _ member: String) -> BusError {
-        BusError(name: SS.ErrorName.unknownMethod, message: "no method \(interface.map { $0 + "." } ?? "")\(member) here")
-    }
-
-    /// Whether a call's interface (nil: any) is `expected`.
-    static func addressed(_ interface: String?, _ expected: String) -> Bool {
-        interface == nil || interface == expected
-    }
-
-    private func introspect(_ object: ObjectPath) throws -> String {
-        switch object {
-        case .service:
-            return Introspection.node(Introspection.service, children: ["collection", "aliases", "session", "prompt"])
-        case .collection(let name):
-            let id = try collectionID(name)
-            let children = (try? engine.items(in: id))?.prefix(10_000).map { ObjectPath.hex($0.id) } ?? []
-            return Introspection.node(Introspection.collection, children: children)
-        case .item(let name, let id):
-            _ = try itemInfo(name, id)
-            return Introspection.node(Introspection.item)
-        case .session:
-            return Introspection.node(Introspection.session)
-        case .prompt:
-            return Introspection.node(Introspection.prompt)
         }
     }
 
@@ -232,7 +203,7 @@ public final class SecretService: @unchecked Sendable {
         do {
             try bus.emitSignal(path: path, interface: interface, member: member, arguments)
         } catch {
-            log(.warning, "Secret Service: cannot emit \(member): \(error)")
+            log.warning("Secret Service: cannot emit \(member): \(error)")
         }
     }
 

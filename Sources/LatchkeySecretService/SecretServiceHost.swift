@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LatchkeyDesktop
 import LatchkeyEngine
+import Logging
 
 /// Runs the Secret Service for the agent: connects to the session bus at start, logs once when there
 /// is none or another program owns the name, and connects again when a `latchkeyd` started by D-Bus
@@ -15,13 +16,15 @@ public final class SecretServiceHost: @unchecked Sendable {
     private let keychain: Keychain
     private let prompter: PinentryPrompter
     private let runtimeDirectory: String
-    private let log: @Sendable (SecretService.LogLevel, String) -> Void
+    private let log: Logger
     private var mutex = pthread_mutex_t()
     private var service: SecretService?      // guarded by mutex
     private var reported: Set<String> = []   // guarded: problems already logged
 
+    /// A host for `keychain`'s Secret Service; it logs to `log` (the agent's logger: info for what it
+    /// did, warning for what it could not do; never a secret).
     public init(keychain: Keychain, prompter: PinentryPrompter, runtimeDirectory: String,
-                log: @escaping @Sendable (SecretService.LogLevel, String) -> Void) {
+                log: Logger) {
         self.keychain = keychain
         self.prompter = prompter
         self.runtimeDirectory = runtimeDirectory
@@ -38,7 +41,7 @@ public final class SecretServiceHost: @unchecked Sendable {
         attach(.session)
         if !isServing, let address = readHandOff() { attach(.address(address)) }
         if !startDetachedThread({ [self] in watchHandOffs() }) {
-            log(.warning, "Secret Service: cannot watch for D-Bus activation hand-overs")
+            log.warning("Secret Service: cannot watch for D-Bus activation hand-overs")
         }
     }
 
@@ -56,7 +59,7 @@ public final class SecretServiceHost: @unchecked Sendable {
             pthread_mutex_lock(&mutex)
             service = started
             pthread_mutex_unlock(&mutex)
-            log(.info, "Secret Service: serving \(SS.busName) on \(endpoint)")
+            log.info("Secret Service: serving \(SS.busName) on \(endpoint)")
         } catch {
             let key: String
             switch error {
@@ -68,11 +71,11 @@ public final class SecretServiceHost: @unchecked Sendable {
             guard first else { return }
             switch error {
             case .busUnavailable(let why):
-                log(.info, "Secret Service: \(why); the agent works without it")
+                log.info("Secret Service: \(why); the agent works without it")
             case .nameTaken(let who):
-                log(.warning, "Secret Service: \(who); Secret Service disabled, the agent works without it")
+                log.warning("Secret Service: \(who); Secret Service disabled, the agent works without it")
             case .failed(let why):
-                log(.warning, "Secret Service: \(why)")
+                log.warning("Secret Service: \(why)")
             }
         }
     }
@@ -98,7 +101,7 @@ public final class SecretServiceHost: @unchecked Sendable {
             guard count > 0 else { return }
             // Any event in the directory: look at the file (cheap, and events may be coalesced).
             if !isServing, let address = readHandOff() {
-                log(.info, "Secret Service: a D-Bus activation asked for the service")
+                log.info("Secret Service: a D-Bus activation asked for the service")
                 attach(.address(address))
             }
         }
@@ -117,7 +120,7 @@ public final class SecretServiceHost: @unchecked Sendable {
         guard count > 0 else { return nil }
         let address = String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespace()
         guard Self.isLocalSocketAddress(address) else {
-            if !address.isEmpty { log(.warning, "Secret Service: ignored a hand-over to a bus that is not a local socket") }
+            if !address.isEmpty { log.warning("Secret Service: ignored a hand-over to a bus that is not a local socket") }
             return nil
         }
         return address
@@ -134,9 +137,9 @@ public final class SecretServiceHost: @unchecked Sendable {
     /// bus address from `DBUS_SESSION_BUS_ADDRESS`, waits until `org.freedesktop.secrets` has an
     /// owner, and returns the exit status (0 when it has).
     public static func handOffActivation(runtimeDirectory: String, timeoutSeconds: Int = 10,
-                                         log: @Sendable (SecretService.LogLevel, String) -> Void) -> Int32 {
+                                         log: Logger) -> Int32 {
         guard let raw = getenv("DBUS_SESSION_BUS_ADDRESS") else {
-            log(.warning, "Secret Service activation: DBUS_SESSION_BUS_ADDRESS is not set")
+            log.warning("Secret Service activation: DBUS_SESSION_BUS_ADDRESS is not set")
             return 1
         }
         let address = String(cString: raw)
@@ -144,7 +147,7 @@ public final class SecretServiceHost: @unchecked Sendable {
         let temporary = path + ".\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            log(.warning, "Secret Service activation: cannot write \(temporary): \(String(cString: strerror(errno)))")
+            log.warning("Secret Service activation: cannot write \(temporary): \(String(cString: strerror(errno)))")
             return 1
         }
         var bytes = Array((address + "\n").utf8)
@@ -152,11 +155,11 @@ public final class SecretServiceHost: @unchecked Sendable {
         close(fd)
         guard written == bytes.count, rename(temporary, path) == 0 else {
             unlink(temporary)
-            log(.warning, "Secret Service activation: cannot write \(path)")
+            log.warning("Secret Service activation: cannot write \(path)")
             return 1
         }
         guard let bus = try? BusConnection(.address(address)) else {
-            log(.warning, "Secret Service activation: cannot connect to \(address)")
+            log.warning("Secret Service activation: cannot connect to \(address)")
             return 1
         }
         defer { bus.close() }
@@ -169,7 +172,7 @@ public final class SecretServiceHost: @unchecked Sendable {
             if owned { return 0 }
             usleep(50_000)
         }
-        log(.warning, "Secret Service activation: the running agent did not take \(SS.busName) within \(timeoutSeconds) s")
+        log.warning("Secret Service activation: the running agent did not take \(SS.busName) within \(timeoutSeconds) s")
         return 1
     }
 }

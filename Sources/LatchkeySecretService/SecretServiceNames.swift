@@ -26,8 +26,6 @@ enum SS {
         static let noSuchObject = "org.freedesktop.Secret.Error.NoSuchObject"
         static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
         static let notSupported = "org.freedesktop.DBus.Error.NotSupported"
-        static let propertyReadOnly = "org.freedesktop.DBus.Error.PropertyReadOnly"
-        static let unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
         static let unknownProperty = "org.freedesktop.DBus.Error.UnknownProperty"
         static let failed = "org.freedesktop.DBus.Error.Failed"
         static let limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"

@@ -1,3 +1,4 @@
+import LatchkeyCodec
 import LatchkeyModel
 import LatchkeySecrets
 
@@ -250,17 +251,17 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
         switch opcode {
         case .hello: request = .hello
         case .status: request = .status
-        case .add: request = .add(try ValueCodec.decodeDictionary(from: &reader))
-        case .copyMatching: request = .copyMatching(try ValueCodec.decodeDictionary(from: &reader))
-        case .delete: request = .delete(try ValueCodec.decodeDictionary(from: &reader))
-        case .keyOperation: request = .keyOperation(try ValueCodec.decodeDictionary(from: &reader))
-        case .generateKey: request = .generateKey(try ValueCodec.decodeDictionary(from: &reader))
+        case .add: request = .add(try reader.dictionary())
+        case .copyMatching: request = .copyMatching(try reader.dictionary())
+        case .delete: request = .delete(try reader.dictionary())
+        case .keyOperation: request = .keyOperation(try reader.dictionary())
+        case .generateKey: request = .generateKey(try reader.dictionary())
         case .update:
-            let query = try ValueCodec.decodeDictionary(from: &reader)
-            request = .update(query: query, attributes: try ValueCodec.decodeDictionary(from: &reader))
+            let query = try reader.dictionary()
+            request = .update(query: query, attributes: try reader.dictionary())
         case .create:
             let password = try reader.secret()
-            request = .create(password: password, options: try ValueCodec.decodeDictionary(from: &reader))
+            request = .create(password: password, options: try reader.dictionary())
         case .unlock:
             request = .unlock(password: try reader.secret())
         case .lock:

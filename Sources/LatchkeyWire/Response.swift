@@ -1,3 +1,4 @@
+import LatchkeyCodec
 import LatchkeyModel
 import LatchkeySecrets
 
@@ -119,7 +120,7 @@ public struct Response: Sendable, Equatable, CustomStringConvertible {
         }
         var response = Response(status: status)
         if flags & hasValue != 0 {
-            response.value = try ValueCodec.decode(from: &reader, depth: 0)
+            response.value = try reader.value()
         }
         if flags & hasMessage != 0 {
             let n = Int(try reader.u16())

@@ -1,5 +1,6 @@
 // Protocol constants and errors shared by the agent and its clients. docs/PROTOCOL.md is the
 // normative description; every constant here appears in its caps table.
+import LatchkeyCodec
 
 /// Protocol version numbers and the caps that bound everything a peer can make us allocate.
 ///
@@ -21,13 +22,14 @@ public enum Wire {
     public static let maxSecretLength = 4096
 
     /// Deepest nesting of arrays and dictionaries in one value (8). The top-level dictionary of a request
-    /// counts as 1. Bounds the decoder's recursion, hence its stack use.
-    public static let maxValueDepth = 8
+    /// counts as 1. Bounds the decoder's recursion, hence its stack use. The value codec's own cap.
+    public static let maxValueDepth = ValueCodec.maxDepth
 
     /// Most entries in one array or dictionary (1,048,576): enough for a `kSecMatchLimitAll` result over a
     /// large keychain. Memory stays bounded regardless, because every count is checked against the bytes
-    /// left in the frame (and the frame against its cap) before anything is reserved.
-    public static let maxCollectionCount = 1 << 20
+    /// left in the frame (and the frame against its cap) before anything is reserved. The value codec's
+    /// own cap.
+    public static let maxCollectionCount = ValueCodec.maxCollectionCount
 
     /// Longest diagnostic message in a response (65,535 bytes, the u16 length field's range).
     public static let maxMessageLength = Int(UInt16.max)
@@ -80,6 +82,14 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The same failure, as the protocol reports it: a value or field that could not be read.
+    init(_ error: CodecError) {
+        switch error {
+        case .truncated: self = .truncated
+        case .malformed(let why): self = .malformed(why)
+        }
+    }
+
     /// Whether the agent keeps the connection after answering this decode error (docs/PROTOCOL.md,
     /// "Errors"). Only for an unknown opcode: that is a well-formed request from a newer client, which
     /// may go on with requests this agent does know. Anything else means a confused or hostile peer, and
@@ -88,10 +98,4 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
         if case .unknownOpcode = self { return true }
         return false
     }
-}
-
-/// "0x1f": opcodes and tags are conventionally written in hex in the spec.
-func hexByte(_ b: UInt8) -> String {
-    let digits: [Character] = Array("0123456789abcdef")
-    return "0x" + String(digits[Int(b >> 4)]) + String(digits[Int(b & 0xf)])
 }

@@ -12,9 +12,10 @@ let testCaller = Caller(uid: getuid(), pid: getpid())
 func secret(_ text: String) -> SecretBytes { SecretBytes(copying: Array(text.utf8)) }
 
 /// A fresh keychain in a temporary directory, created with password "pw" and unlocked.
-func makeKeychain(file: StaticString = #filePath, line: UInt = #line) throws -> (Keychain, String) {
+func makeKeychain(policy: any AccessPolicy = AccessGroupPolicy(), file: StaticString = #filePath,
+                  line: UInt = #line) throws -> (Keychain, String) {
     let directory = NSTemporaryDirectory() + "latchkey-engine-\(UUID().uuidString)"
-    let keychain = Keychain(location: KeychainLocation(directory: directory))
+    let keychain = Keychain(location: KeychainLocation(directory: directory), policy: policy)
     try keychain.create(password: secret("pw"), parameters: testParameters, allowWeakParameters: true)
     return (keychain, directory)
 }

@@ -28,7 +28,7 @@ final class PrivateKeyCacheTests: XCTestCase {
     }
 
     private func cached(_ keychain: Keychain) -> Int {
-        (try? keychain.locked { () throws(SecError) -> Int in keychain.keys.privateKeys.count }) ?? -1
+        (try? keychain.withItems { items throws(SecError) -> Int in items.keys.privateKeys.count }) ?? -1
     }
 
     func testAKeyUsedOnceIsKeptAndSignsTheSame() throws {
@@ -88,7 +88,7 @@ final class PrivateKeyCacheTests: XCTestCase {
 
     /// The cache is bounded: the least recently used key goes first.
     func testTheCacheEvictsTheLeastRecentlyUsedKey() throws {
-        var cache = PrivateKeyCache()
+        let cache = PrivateKeyCache()
         let key = try AsymmetricKey.generateEC(bits: 256)
         for i in 0..<PrivateKeyCache.capacity {
             cache.insert(key, ref: [UInt8(i)], sealedSecret: [1], protection: .whenUnlocked)

@@ -17,8 +17,16 @@ enum { N_ENTRY = sizeof entry_points / sizeof entry_points[0] };
 
 static int failures, checks;
 
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-	printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(cond, ...)                                            \
+	do {                                                        \
+		checks++;                                           \
+		if (!(cond)) {                                      \
+			failures++;                                 \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                        \
+			printf("\n");                               \
+		}                                                   \
+	} while (0)
 
 static int is_entry_point(const char *name)
 {
@@ -36,8 +44,8 @@ static void check_dynamic_symbols(const char *path)
 {
 	struct stat st;
 	const unsigned char *base;
-	const ElfW(Ehdr) *eh;
-	const ElfW(Shdr) *sh;
+	const ElfW(Ehdr) * eh;
+	const ElfW(Shdr) * sh;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), seen[N_ENTRY] = { 0 }, found_dynsym = 0, ok;
 	size_t i, k;
 
@@ -58,7 +66,7 @@ static void check_dynamic_symbols(const char *path)
 		return;
 	sh = (const ElfW(Shdr) *)(base + eh->e_shoff);
 	for (i = 0; i < eh->e_shnum; i++) {
-		const ElfW(Sym) *sym;
+		const ElfW(Sym) * sym;
 		const char *strtab;
 
 		if (sh[i].sh_type != SHT_DYNSYM)

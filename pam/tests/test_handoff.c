@@ -24,8 +24,16 @@
 
 static int checks, failures;
 
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-	printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(cond, ...)                                            \
+	do {                                                        \
+		checks++;                                           \
+		if (!(cond)) {                                      \
+			failures++;                                 \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                        \
+			printf("\n");                               \
+		}                                                   \
+	} while (0)
 
 static char dir[] = "/tmp/lk-handoff-test-XXXXXX";
 
@@ -54,7 +62,8 @@ static void test_connect_checks(void)
 	CHECK(lk_agent_connect(sockdir, getuid(), &why) == -2, "missing directory is not 'no agent'");
 	CHECK(mkdir(sockdir, 0755) == 0 && lk_agent_connect(sockdir, getuid(), &why) == -1,
 	      "a directory others can enter is accepted");
-	CHECK(chmod(sockdir, 0700) == 0 && lk_agent_connect(sockdir, getuid(), &why) == -2, "no socket is not 'no agent'");
+	CHECK(chmod(sockdir, 0700) == 0 && lk_agent_connect(sockdir, getuid(), &why) == -2,
+	      "no socket is not 'no agent'");
 	CHECK(lk_agent_connect(sockdir, getuid() + 1, &why) == -1, "a directory of another uid is accepted");
 
 	lfd = listen_at(sock);
@@ -68,7 +77,7 @@ static void test_connect_checks(void)
 		CHECK(chown(sock, 1, 1) == 0 && lk_agent_connect(sockdir, getuid(), &why) == -1,
 		      "a socket owned by another uid is accepted");
 		CHECK(chown(sock, 0, 0) == 0 && chown(sockdir, 1, 1) == 0 && chown(sock, 1, 1) == 0 &&
-		      lk_agent_connect(sockdir, 1, &why) == -1 && strstr(why, "another user") != NULL,
+		              lk_agent_connect(sockdir, 1, &why) == -1 && strstr(why, "another user") != NULL,
 		      "a socket served by root is accepted for uid 1 (%s)", why);
 		CHECK(chown(sockdir, 0, 0) == 0 && chown(sock, 0, 0) == 0, "chown back");
 	}
@@ -79,7 +88,8 @@ static void test_connect_checks(void)
 	lfd = listen_at(sock);
 	snprintf(other, sizeof other, "%s/real.sock", dir);
 	CHECK(lfd >= 0 && rename(sock, other) == 0, "move the socket");
-	CHECK(symlink(other, sock) == 0 && lk_agent_connect(sockdir, getuid(), &why) == -1, "a symlinked socket is followed");
+	CHECK(symlink(other, sock) == 0 && lk_agent_connect(sockdir, getuid(), &why) == -1,
+	      "a symlinked socket is followed");
 	unlink(sock);
 	snprintf(other, sizeof other, "%s/linked", dir);
 	CHECK(symlink(sockdir, other) == 0 && lk_agent_connect(other, getuid(), &why) == -1,
@@ -103,7 +113,8 @@ static void test_connect_checks(void)
 		lfd = listen_at("agent.sock");
 		CHECK(here >= 0 && fchdir(here) == 0, "back");
 		fd = lk_agent_connect(deep, getuid(), &why);
-		CHECK(lfd >= 0 && fd >= 0, "connect through a %zu-byte directory path: %s", strlen(deep), fd < 0 ? why : "");
+		CHECK(lfd >= 0 && fd >= 0, "connect through a %zu-byte directory path: %s", strlen(deep),
+		      fd < 0 ? why : "");
 		if (fd >= 0)
 			close(fd);
 		if (lfd >= 0)
@@ -205,7 +216,8 @@ static void test_calls(void)
 	pid = fake_agent(lfd, want, 46, reply, 10);
 	memcpy(body + 36, "\0\0\0\0", 4);
 	fd = lk_agent_connect(sockdir, getuid(), &why);
-	CHECK(fd >= 0 && lk_agent_call(fd, LK_OP_KEY_HANDOFF, body, 40, &status) == 0 && status == 0, "keyHandoff without DF");
+	CHECK(fd >= 0 && lk_agent_call(fd, LK_OP_KEY_HANDOFF, body, 40, &status) == 0 && status == 0,
+	      "keyHandoff without DF");
 	CHECK(agent_exit(pid) == 0, "keyHandoff without DF: request bytes");
 	close(fd);
 	memcpy(want, "\0\0\0\x12\x01\x31", 6);
@@ -213,13 +225,18 @@ static void test_calls(void)
 	pid = fake_agent(lfd, want, 22, reply, 10);
 	fd = lk_agent_connect(sockdir, getuid(), &why);
 	CHECK(fd >= 0 && lk_agent_call(fd, LK_OP_SESSION_OPEN, (const uint8_t *)"0123456789abcdef", 16, &status) == 0 &&
-	      status == 0, "sessionOpen");
+	              status == 0,
+	      "sessionOpen");
 	CHECK(agent_exit(pid) == 0, "sessionOpen request bytes");
 	close(fd);
 
 	/* Broken answers are errors, never a status: empty frame, huge frame, wrong version, EOF. */
 	{
-		static const struct { const char *bytes; size_t len; const char *what; } bad[] = {
+		static const struct {
+			const char *bytes;
+			size_t len;
+			const char *what;
+		} bad[] = {
 			{ "\0\0\0\0", 4, "length 0" },
 			{ "\x7f\xff\xff\xff\x01\0\0\0\0\0", 10, "2 GiB frame" },
 			{ "\0\0\0\x06\x02\0\0\0\0\0", 10, "version 2" },
@@ -232,7 +249,8 @@ static void test_calls(void)
 		for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
 			pid = fake_agent(lfd, want, 22, (const uint8_t *)bad[k].bytes, bad[k].len);
 			fd = lk_agent_connect(sockdir, getuid(), &why);
-			CHECK(fd >= 0 && lk_agent_call(fd, LK_OP_SESSION_CLOSE, (const uint8_t *)"0123456789abcdef", 16, &status) == -1,
+			CHECK(fd >= 0 && lk_agent_call(fd, LK_OP_SESSION_CLOSE, (const uint8_t *)"0123456789abcdef", 16,
+			                               &status) == -1,
 			      "accepted a response with %s", bad[k].what);
 			agent_exit(pid);
 			close(fd);
@@ -249,7 +267,8 @@ static void test_calls(void)
 		pid = slow_agent(lfd, 22, reply, 10, 700);
 		fd = lk_agent_connect(sockdir, getuid(), &why);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		CHECK(fd >= 0 && lk_agent_call(fd, LK_OP_SESSION_OPEN, (const uint8_t *)"0123456789abcdef", 16, &status) == -1,
+		CHECK(fd >= 0 && lk_agent_call(fd, LK_OP_SESSION_OPEN, (const uint8_t *)"0123456789abcdef", 16,
+		                               &status) == -1,
 		      "a trickling agent was waited for beyond the deadline");
 		took = seconds_since(&t0);
 		CHECK(took > 4.5 && took < 6.0, "a trickling agent took %.1f s, want about 5", took);
@@ -310,22 +329,26 @@ static void test_start(const struct lk_user *u, const char *work, const char *bi
 	snprintf(sockdir, sizeof sockdir, "%s/run/latchkey", work);
 	snprintf(script, sizeof script, "%s/fake-agent", bin);
 	/* Records what it was given, then signals readiness on fd 3 as latchkeyd does. */
-	snprintf(text, sizeof text, "#!/bin/sh\nenv | sort > %s/env\necho \"$@\" > %s/args\npwd > %s/cwd\n"
-		 "for f in /proc/$$/fd/*; do readlink $f; done | grep -c leak-marker > %s/fds\n"
-		 "readlink /proc/$$/fd/0 > %s/stdin\nreadlink /proc/$$/fd/3 | cut -c1-5 >> %s/stdin\n"
-		 "ulimit -Hc > %s/core\necho to-the-log >&2\nprintf x >&3\n", work, work, work, work, work, work, work);
+	snprintf(text, sizeof text,
+	         "#!/bin/sh\nenv | sort > %s/env\necho \"$@\" > %s/args\npwd > %s/cwd\n"
+	         "for f in /proc/$$/fd/*; do readlink $f; done | grep -c leak-marker > %s/fds\n"
+	         "readlink /proc/$$/fd/0 > %s/stdin\nreadlink /proc/$$/fd/3 | cut -c1-5 >> %s/stdin\n"
+	         "ulimit -Hc > %s/core\necho to-the-log >&2\nprintf x >&3\n",
+	         work, work, work, work, work, work, work);
 	write_script(script, text);
 	snprintf(out, sizeof out, "%s/leak-marker", work);
 	keep = open(out, O_WRONLY | O_CREAT, 0600); /* a descriptor the agent must not inherit */
-	keep = fcntl(keep, F_DUPFD, 20);          /* above fd 3, which the child replaces anyway */
+	keep = fcntl(keep, F_DUPFD, 20); /* above fd 3, which the child replaces anyway */
 	snprintf(out, sizeof out, "%s/run", work);
 	mkdir(out, 0700);
 	CHECK(chown(out, u->uid, u->gid) == 0, "chown %s", out);
 	rc = lk_agent_start(u, script, "/keychain dir", sockdir, "/run/user/4242", &why);
 	CHECK(rc == 0, "start: %s", why);
 	snprintf(out, sizeof out, "%s/env", work);
-	snprintf(text, sizeof text, "HOME=%s\nLATCHKEY_READY_FD=3\nLOGNAME=%s\nPATH=/usr/local/bin:/usr/bin:/bin\n"
-		 "PWD=%s\nUSER=%s\nXDG_RUNTIME_DIR=/run/user/4242\n", u->home, u->name, u->home, u->name);
+	snprintf(text, sizeof text,
+	         "HOME=%s\nLATCHKEY_READY_FD=3\nLOGNAME=%s\nPATH=/usr/local/bin:/usr/bin:/bin\n"
+	         "PWD=%s\nUSER=%s\nXDG_RUNTIME_DIR=/run/user/4242\n",
+	         u->home, u->name, u->home, u->name);
 	CHECK(strcmp(slurp(out), text) == 0, "environment:\n%s\nwant:\n%s", slurp(out), text);
 	snprintf(out, sizeof out, "%s/args", work);
 	CHECK(strcmp(slurp(out), "--daemon --keychain /keychain dir\n") == 0, "arguments: %s", slurp(out));
@@ -357,7 +380,8 @@ static void test_start(const struct lk_user *u, const char *work, const char *bi
 
 		for (sig = 32; sig < SIGRTMIN; sig++)
 			libc |= 1ULL << (sig - 1);
-		CHECK(sscanf(slurp(out), "SigBlk: %llx SigIgn: %llx", &blk, &ign) == 2 && blk == 0 && (ign & ~libc) == 0,
+		CHECK(sscanf(slurp(out), "SigBlk: %llx SigIgn: %llx", &blk, &ign) == 2 && blk == 0 &&
+		              (ign & ~libc) == 0,
 		      "the agent inherited blocked or ignored signals:\n%s", slurp(out));
 	}
 	snprintf(out, sizeof out, "%s/core", work);
@@ -386,8 +410,10 @@ static void test_start(const struct lk_user *u, const char *work, const char *bi
 		snprintf(other, sizeof other, "%s/run/planted", work);
 		snprintf(out, sizeof out, "%s/env", work);
 		unlink(out);
-		CHECK(mkdir(other, 0777) == 0 && chmod(other, 0777) == 0 && chown(other, stranger, stranger) == 0, "setup");
-		CHECK(lk_agent_start(u, script, "/k", other, NULL, &why) == -1 && strstr(why, "socket directory") != NULL,
+		CHECK(mkdir(other, 0777) == 0 && chmod(other, 0777) == 0 && chown(other, stranger, stranger) == 0,
+		      "setup");
+		CHECK(lk_agent_start(u, script, "/k", other, NULL, &why) == -1 &&
+		              strstr(why, "socket directory") != NULL,
 		      "an agent started in a directory of uid %u: %s", (unsigned)stranger, why);
 		snprintf(text, sizeof text, "%s/agent.log", other);
 		CHECK(!exists(text), "agent.log created in a directory of another user");
@@ -400,14 +426,19 @@ static void test_start(const struct lk_user *u, const char *work, const char *bi
 	CHECK(system(text) == 0, "copy");
 	if (geteuid() == 0) {
 		CHECK(chown(other, u->uid, u->gid) == 0 && lk_agent_start(u, other, "/k", sockdir, NULL, &why) == -1 &&
-		      strstr(why, "not owned by root") != NULL, "an agent owned by the user is run as root: %s", why);
+		              strstr(why, "not owned by root") != NULL,
+		      "an agent owned by the user is run as root: %s", why);
 		CHECK(chown(other, 0, 0) == 0 && lk_agent_start(u, other, "/k", sockdir, NULL, &why) == -1 &&
-		      strstr(why, "directory above") != NULL, "an agent in the user's directory is run: %s", why);
+		              strstr(why, "directory above") != NULL,
+		      "an agent in the user's directory is run: %s", why);
 	}
 	CHECK(chmod(script, 0775) == 0 && lk_agent_start(u, script, "/k", sockdir, NULL, &why) == -1 &&
-	      strstr(why, "writable") != NULL, "a group-writable agent is run: %s", why);
-	CHECK(chmod(script, 0755) == 0 && chmod(bin, 0777) == 0 && lk_agent_start(u, script, "/k", sockdir, NULL, &why) == -1 &&
-	      strstr(why, "directory above") != NULL, "an agent in a world-writable directory is run: %s", why);
+	              strstr(why, "writable") != NULL,
+	      "a group-writable agent is run: %s", why);
+	CHECK(chmod(script, 0755) == 0 && chmod(bin, 0777) == 0 &&
+	              lk_agent_start(u, script, "/k", sockdir, NULL, &why) == -1 &&
+	              strstr(why, "directory above") != NULL,
+	      "an agent in a world-writable directory is run: %s", why);
 	CHECK(chmod(bin, 01777) == 0 && lk_agent_start(u, script, "/k", sockdir, NULL, &why) == 0,
 	      "an agent in a sticky directory (like /tmp) is refused: %s", why);
 	chmod(bin, 0755);
@@ -420,15 +451,18 @@ static void test_start(const struct lk_user *u, const char *work, const char *bi
 	/* An agent that exits at once (another one won the lock): end of file, not an error. */
 	CHECK(lk_agent_start(u, "/bin/true", "/k", sockdir, NULL, &why) == 0, "an agent that exits: %s", why);
 	CHECK(lk_agent_start(u, "/nonexistent/latchkeyd", "/k", sockdir, NULL, &why) == -1 &&
-	      strstr(why, "execute") != NULL, "a missing agent: %s", why);
+	              strstr(why, "execute") != NULL,
+	      "a missing agent: %s", why);
 	/* One that neither signals nor exits is given 5 s, then killed; so is one that stops itself. */
 	write_script(script, "#!/bin/sh\nexec sleep 60\n");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	CHECK(lk_agent_start(u, script, "/k", sockdir, NULL, &why) == -1 && strstr(why, "5 s") != NULL, "a stuck agent: %s", why);
+	CHECK(lk_agent_start(u, script, "/k", sockdir, NULL, &why) == -1 && strstr(why, "5 s") != NULL,
+	      "a stuck agent: %s", why);
 	CHECK(seconds_since(&t0) < 6.5, "waited %.1f s for a stuck agent", seconds_since(&t0));
 	write_script(script, "#!/bin/sh\nkill -STOP $$\nprintf x >&3\n");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	CHECK(lk_agent_start(u, script, "/k", sockdir, NULL, &why) == -1 && strstr(why, "5 s") != NULL, "a stopped agent: %s", why);
+	CHECK(lk_agent_start(u, script, "/k", sockdir, NULL, &why) == -1 && strstr(why, "5 s") != NULL,
+	      "a stopped agent: %s", why);
 	CHECK(seconds_since(&t0) < 6.5, "waited %.1f s for a stopped agent", seconds_since(&t0));
 	CHECK(no_children(), "a stuck or stopped agent is left behind");
 }
@@ -528,7 +562,8 @@ static void test_children(void)
 	close(p[1]);
 	t0 = lk_now_ms();
 	CHECK(lk_read_until(p[0], buf, sizeof buf, &len, t0 + 2000) == 0 && len == 0 && since_ms(t0) < 1000, "EOF");
-	CHECK(lk_reap(pid, t0 + 300, &status) == ETIMEDOUT && WTERMSIG(status) == SIGKILL, "stopped after EOF: %#x", status);
+	CHECK(lk_reap(pid, t0 + 300, &status) == ETIMEDOUT && WTERMSIG(status) == SIGKILL, "stopped after EOF: %#x",
+	      status);
 	CHECK(since_ms(t0) >= 290 && since_ms(t0) < 1500, "reap deadline 300 ms took %lld ms", (long long)since_ms(t0));
 	close(p[0]);
 

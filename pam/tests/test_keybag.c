@@ -20,12 +20,22 @@
 
 static int checks, failures;
 
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-	printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(cond, ...)                                            \
+	do {                                                        \
+		checks++;                                           \
+		if (!(cond)) {                                      \
+			failures++;                                 \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                        \
+			printf("\n");                               \
+		}                                                   \
+	} while (0)
 
 /* ---- a purpose-built reader for the flat vector objects: "key" : "hex" | number ---- */
 
-struct obj { const char *start, *end; };
+struct obj {
+	const char *start, *end;
+};
 
 static const char *value_of(struct obj o, const char *key)
 {
@@ -186,7 +196,8 @@ static void test_vector(struct vector *v)
 	int c;
 
 	CHECK(lk_master_key(v->pw, (size_t)v->pwlen, v->salt, (uint32_t)v->t, (uint32_t)v->m, (uint32_t)v->p, m) == 0 &&
-	      memcmp(m, v->master, 32) == 0, "%s: master key", v->name);
+	              memcmp(m, v->master, 32) == 0,
+	      "%s: master key", v->name);
 	CHECK(lk_verifier(m, vf) == 0 && memcmp(vf, v->verifier, 32) == 0, "%s: verifier", v->name);
 
 	memset(&kb, 0, sizeof kb);
@@ -196,10 +207,10 @@ static void test_vector(struct vector *v)
 	memcpy(kb.salt, v->salt, 16);
 	memcpy(kb.seed, v->seed, 32);
 	for (c = 1; c <= 7; c++)
-		CHECK(lk_class_kek(&kb, c, m, df, kek) == LK_OK && memcmp(kek, v->kek[c - 1], 32) == 0,
-		      "%s: KEK_%d", v->name, c);
-	CHECK(lk_build(&kb, m, df, (const uint8_t(*)[32])v->ck, (const uint8_t(*)[12])v->nonce) == LK_OK,
-	      "%s: build", v->name);
+		CHECK(lk_class_kek(&kb, c, m, df, kek) == LK_OK && memcmp(kek, v->kek[c - 1], 32) == 0, "%s: KEK_%d",
+		      v->name, c);
+	CHECK(lk_build(&kb, m, df, (const uint8_t(*)[32])v->ck, (const uint8_t(*)[12])v->nonce) == LK_OK, "%s: build",
+	      v->name);
 	for (c = 1; c <= 7; c++)
 		CHECK(memcmp(kb.wrapped[c - 1], v->wrapped[c - 1], 60) == 0, "%s: wrapped_%d", v->name, c);
 	lk_serialize(&kb, file);
@@ -209,29 +220,34 @@ static void test_vector(struct vector *v)
 	CHECK(lk_parse(v->file, LK_KEYBAG_SIZE, &parsed, &reason) == LK_OK, "%s: parse (%s)", v->name, reason);
 	lk_serialize(&parsed, file);
 	CHECK(memcmp(file, v->file, LK_KEYBAG_SIZE) == 0, "%s: parse then serialize is identity", v->name);
-	CHECK(parsed.flags == v->flags && parsed.t == v->t && parsed.m == v->m && parsed.p == v->p,
-	      "%s: parsed header", v->name);
+	CHECK(parsed.flags == v->flags && parsed.t == v->t && parsed.m == v->m && parsed.p == v->p, "%s: parsed header",
+	      v->name);
 	CHECK(lk_check_master(&parsed, m) == LK_OK, "%s: verifier accepts M", v->name);
 	for (c = 1; c <= 7; c++)
-		CHECK(lk_class_kek(&parsed, c, m, df, kek) == LK_OK && lk_unwrap(kek, parsed.id, c, parsed.wrapped[c - 1], ck) == 0 &&
-		      memcmp(ck, v->ck[c - 1], 32) == 0, "%s: unwrap class %d", v->name, c);
+		CHECK(lk_class_kek(&parsed, c, m, df, kek) == LK_OK &&
+		              lk_unwrap(kek, parsed.id, c, parsed.wrapped[c - 1], ck) == 0 &&
+		              memcmp(ck, v->ck[c - 1], 32) == 0,
+		      "%s: unwrap class %d", v->name, c);
 	/* The AAD binds the class: an entry does not open in another slot. */
 	CHECK(lk_class_kek(&parsed, 1, m, df, kek) == LK_OK && lk_unwrap(kek, parsed.id, 2, parsed.wrapped[0], ck) != 0,
 	      "%s: class 1 entry opens as class 2", v->name);
 
 	if (v->flags & LK_FLAG_DEVICE_BOUND) {
 		CHECK(lk_class_kek(&parsed, 4, m, NULL, kek) == LK_NO_DEVICE_FACTOR, "%s: class 4 without DF", v->name);
-		CHECK(lk_class_kek(&parsed, 6, NULL, NULL, kek) == LK_NO_DEVICE_FACTOR, "%s: class 6 without DF", v->name);
+		CHECK(lk_class_kek(&parsed, 6, NULL, NULL, kek) == LK_NO_DEVICE_FACTOR, "%s: class 6 without DF",
+		      v->name);
 		CHECK(lk_class_kek(&parsed, 1, m, NULL, kek) == LK_OK, "%s: class 1 needs no DF", v->name);
 		memcpy(wrong, v->df, 32);
 		wrong[0] ^= 1;
-		CHECK(lk_class_kek(&parsed, 5, m, wrong, kek) == LK_OK && lk_unwrap(kek, parsed.id, 5, parsed.wrapped[4], ck) != 0,
+		CHECK(lk_class_kek(&parsed, 5, m, wrong, kek) == LK_OK &&
+		              lk_unwrap(kek, parsed.id, 5, parsed.wrapped[4], ck) != 0,
 		      "%s: class 5 opens with a wrong DF", v->name);
 	}
 
 	/* A wrong password is reported by the verifier, before any unwrap. */
 	CHECK(lk_master_key("wrong", 5, v->salt, (uint32_t)v->t, (uint32_t)v->m, (uint32_t)v->p, wrong) == 0 &&
-	      lk_check_master(&parsed, wrong) == LK_WRONG_PASSWORD, "%s: wrong password detected", v->name);
+	              lk_check_master(&parsed, wrong) == LK_WRONG_PASSWORD,
+	      "%s: wrong password detected", v->name);
 }
 
 /* ---- parsing: every rule of docs/KEYBAG.md "Reading" ---- */
@@ -320,7 +336,8 @@ static void test_tampered_entry(const struct vector *v)
 	f[121 + 1 + 20] ^= 0x80; /* ciphertext of class 1 */
 	refresh_checksum(f);
 	CHECK(lk_parse(f, sizeof f, &kb, &reason) == LK_OK && lk_check_master(&kb, v->master) == LK_OK &&
-	      lk_class_kek(&kb, 1, v->master, NULL, kek) == LK_OK && lk_unwrap(kek, kb.id, 1, kb.wrapped[0], ck) != 0,
+	              lk_class_kek(&kb, 1, v->master, NULL, kek) == LK_OK &&
+	              lk_unwrap(kek, kb.id, 1, kb.wrapped[0], ck) != 0,
 	      "tampered class 1 entry still opens");
 	CHECK(lk_change_password(&kb, v->master, NULL, "x", 1, &kb) == LK_CORRUPT,
 	      "password change over a tampered entry is not reported as corrupt");
@@ -342,26 +359,32 @@ static void test_password_change(const struct vector *v)
 	lk_serialize(&next, f1);
 	CHECK(lk_parse(f1, sizeof f1, &again, &reason) == LK_OK, "%s: changed keybag parses (%s)", v->name, reason);
 	CHECK(memcmp(again.id, old.id, 16) == 0 && again.t == old.t && again.m == old.m && again.p == old.p &&
-	      again.flags == old.flags && memcmp(again.seed, old.seed, 32) == 0, "%s: id, parameters, seed kept", v->name);
+	              again.flags == old.flags && memcmp(again.seed, old.seed, 32) == 0,
+	      "%s: id, parameters, seed kept", v->name);
 	CHECK(memcmp(again.salt, old.salt, 16) != 0, "%s: fresh salt", v->name);
 	CHECK(memcmp(again.wrapped[2], old.wrapped[2], 60) == 0 && memcmp(again.wrapped[5], old.wrapped[5], 60) == 0,
 	      "%s: Always entries byte-identical", v->name);
 	for (c = 1; c <= 7; c++)
 		if (c != 3 && c != 6)
-			CHECK(memcmp(again.wrapped[c - 1], old.wrapped[c - 1], 12) != 0, "%s: fresh nonce for class %d", v->name, c);
+			CHECK(memcmp(again.wrapped[c - 1], old.wrapped[c - 1], 12) != 0, "%s: fresh nonce for class %d",
+			      v->name, c);
 	CHECK(lk_check_master(&again, v->master) == LK_WRONG_PASSWORD, "%s: old password still opens", v->name);
 	CHECK(lk_master_key(newpw, strlen(newpw), again.salt, again.t, again.m, again.p, m2) == 0 &&
-	      lk_check_master(&again, m2) == LK_OK, "%s: new password does not open", v->name);
+	              lk_check_master(&again, m2) == LK_OK,
+	      "%s: new password does not open", v->name);
 	for (c = 1; c <= 7; c++)
-		CHECK(lk_class_kek(&again, c, m2, df, kek) == LK_OK && lk_unwrap(kek, again.id, c, again.wrapped[c - 1], ck) == 0 &&
-		      memcmp(ck, v->ck[c - 1], 32) == 0, "%s: class %d key after change", v->name, c);
+		CHECK(lk_class_kek(&again, c, m2, df, kek) == LK_OK &&
+		              lk_unwrap(kek, again.id, c, again.wrapped[c - 1], ck) == 0 &&
+		              memcmp(ck, v->ck[c - 1], 32) == 0,
+		      "%s: class %d key after change", v->name, c);
 	CHECK(lk_change_password(&old, m2, df, newpw, strlen(newpw), &next) == LK_WRONG_PASSWORD,
 	      "%s: change with a wrong old key", v->name);
 	if (v->flags & LK_FLAG_DEVICE_BOUND)
 		CHECK(lk_change_password(&old, v->master, NULL, newpw, strlen(newpw), &next) == LK_NO_DEVICE_FACTOR,
 		      "%s: device-bound change without DF", v->name);
 	/* Two changes with the same password differ (salt, nonces): no deterministic re-wrap. */
-	CHECK(lk_change_password(&old, v->master, df, newpw, strlen(newpw), &next) == LK_OK, "%s: change again", v->name);
+	CHECK(lk_change_password(&old, v->master, df, newpw, strlen(newpw), &next) == LK_OK, "%s: change again",
+	      v->name);
 	lk_serialize(&next, f2);
 	CHECK(memcmp(f1, f2, sizeof f1) != 0, "%s: two changes gave the same file", v->name);
 }
@@ -375,21 +398,27 @@ static void test_create(void)
 	int c, n, bound;
 
 	CHECK(!lk_params_ok(3, 8192, 1, 1, 0) && lk_params_ok(3, 8192, 1, 1, 1) && lk_params_ok(3, 65536, 1, 1, 0) &&
-	      lk_params_ok(3, 8192, 1, 0, 0) && !lk_params_ok(0, 65536, 1, 0, 1) && !lk_params_ok(1, 15, 2, 0, 1) &&
-	      !lk_params_ok(1, 4194305, 1, 0, 1), "parameter validation");
+	              lk_params_ok(3, 8192, 1, 0, 0) && !lk_params_ok(0, 65536, 1, 0, 1) &&
+	              !lk_params_ok(1, 15, 2, 0, 1) && !lk_params_ok(1, 4194305, 1, 0, 1),
+	      "parameter validation");
 	CHECK(lk_master_key("pw", 2, salt, 1, 8192, 1, m) == 0, "derive");
 	for (bound = 0; bound <= 1; bound++) {
-		CHECK(lk_create(&kb, m, salt, 1, 8192, 1, bound ? ms : NULL, 4242) == LK_OK, "create (bound %d)", bound);
+		CHECK(lk_create(&kb, m, salt, 1, 8192, 1, bound ? ms : NULL, 4242) == LK_OK, "create (bound %d)",
+		      bound);
 		lk_serialize(&kb, f);
 		CHECK(lk_parse(f, sizeof f, &parsed, &reason) == LK_OK && parsed.flags == (bound ? 1 : 0) &&
-		      lk_check_master(&parsed, m) == LK_OK, "created keybag (bound %d) parses and verifies", bound);
+		              lk_check_master(&parsed, m) == LK_OK,
+		      "created keybag (bound %d) parses and verifies", bound);
 		CHECK(lk_device_factor(ms, 4242, parsed.id, df) == 0, "device factor");
 		for (c = 1, n = 0; c <= 7; c++)
-			n += lk_class_kek(&parsed, c, m, df, kek) == LK_OK && lk_unwrap(kek, parsed.id, c, parsed.wrapped[c - 1], ck) == 0;
+			n += lk_class_kek(&parsed, c, m, df, kek) == LK_OK &&
+			     lk_unwrap(kek, parsed.id, c, parsed.wrapped[c - 1], ck) == 0;
 		CHECK(n == 7, "created keybag (bound %d): %d of 7 classes open", bound, n);
 		if (bound) {
-			CHECK(lk_device_factor(ms, 4243, parsed.id, df) == 0 && lk_class_kek(&parsed, 4, m, df, kek) == LK_OK &&
-			      lk_unwrap(kek, parsed.id, 4, parsed.wrapped[3], ck) != 0, "another uid's DF opens class 4");
+			CHECK(lk_device_factor(ms, 4243, parsed.id, df) == 0 &&
+			              lk_class_kek(&parsed, 4, m, df, kek) == LK_OK &&
+			              lk_unwrap(kek, parsed.id, 4, parsed.wrapped[3], ck) != 0,
+			      "another uid's DF opens class 4");
 		}
 	}
 }
@@ -403,9 +432,12 @@ static void put_be32(uint8_t *b, uint32_t v)
 
 static void test_pam_limits(const struct vector *v)
 {
-	static const struct { uint32_t t, m, p; int ok; } cases[] = {
-		{ 16, 1048576, 8, 1 }, { 17, 8192, 1, 0 }, { 4294967295U, 8192, 1, 0 },
-		{ 1, 1048577, 1, 0 }, { 1, 4194304, 1, 0 }, { 1, 8192, 9, 0 }, { 1, 8192, 16, 0 },
+	static const struct {
+		uint32_t t, m, p;
+		int ok;
+	} cases[] = {
+		{ 16, 1048576, 8, 1 }, { 17, 8192, 1, 0 }, { 4294967295U, 8192, 1, 0 }, { 1, 1048577, 1, 0 },
+		{ 1, 4194304, 1, 0 },  { 1, 8192, 9, 0 },  { 1, 8192, 16, 0 },
 	};
 	uint8_t f[LK_KEYBAG_SIZE], m[32], salt[16] = { 0 };
 	struct lk_keybag kb, next;
@@ -420,14 +452,16 @@ static void test_pam_limits(const struct vector *v)
 		put_be32(f + 32, cases[i].m);
 		put_be32(f + 36, cases[i].p);
 		refresh_checksum(f);
-		CHECK(lk_parse(f, sizeof f, &kb, &reason) == LK_OK, "case %zu: a valid keybag does not parse (%s)", i, reason);
-		CHECK(lk_params_pam_ok(kb.t, kb.m, kb.p) == cases[i].ok, "case %zu: t=%u m=%u p=%u %s", i, kb.t, kb.m, kb.p,
-		      cases[i].ok ? "refused" : "accepted");
+		CHECK(lk_parse(f, sizeof f, &kb, &reason) == LK_OK, "case %zu: a valid keybag does not parse (%s)", i,
+		      reason);
+		CHECK(lk_params_pam_ok(kb.t, kb.m, kb.p) == cases[i].ok, "case %zu: t=%u m=%u p=%u %s", i, kb.t, kb.m,
+		      kb.p, cases[i].ok ? "refused" : "accepted");
 		if (cases[i].ok)
 			continue;
 		/* Refused before Argon2 runs: t = 2^32 - 1 would take years, m = 4 GiB would take 4 GiB. */
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		CHECK(lk_master_key("pw", 2, kb.salt, kb.t, kb.m, kb.p, m) == -1, "case %zu: derived beyond the limits", i);
+		CHECK(lk_master_key("pw", 2, kb.salt, kb.t, kb.m, kb.p, m) == -1, "case %zu: derived beyond the limits",
+		      i);
 		CHECK(lk_change_password(&kb, v->master, NULL, "new", 3, &next) != LK_OK, "case %zu: re-wrapped", i);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		CHECK(t1.tv_sec - t0.tv_sec < 2, "case %zu: the refusal took %ld s", i, (long)(t1.tv_sec - t0.tv_sec));
@@ -472,20 +506,25 @@ static void test_files(const uint8_t a[LK_KEYBAG_SIZE], const uint8_t b[LK_KEYBA
 		return;
 	}
 	snprintf(path, sizeof path, "%s/keybag", dir);
-	CHECK(lk_write_atomic(path, "0123456789abcdef", a, LK_KEYBAG_SIZE, 1) == 0 && file_equals(path, a, LK_KEYBAG_SIZE),
+	CHECK(lk_write_atomic(path, "0123456789abcdef", a, LK_KEYBAG_SIZE, 1) == 0 &&
+	              file_equals(path, a, LK_KEYBAG_SIZE),
 	      "atomic write of a new file");
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600, "keybag mode is not 0600");
-	CHECK(lk_write_atomic(path, "0123456789abcdee", b, LK_KEYBAG_SIZE, 1) == 0 && file_equals(path, b, LK_KEYBAG_SIZE) &&
-	      count_entries(dir) == 1, "atomic replace (and no temporary file left)");
-	CHECK(lk_write_atomic(path, "0123456789abcded", a, LK_KEYBAG_SIZE, 0) == EEXIST && file_equals(path, b, LK_KEYBAG_SIZE) &&
-	      count_entries(dir) == 1, "create mode must not replace an existing file");
+	CHECK(lk_write_atomic(path, "0123456789abcdee", b, LK_KEYBAG_SIZE, 1) == 0 &&
+	              file_equals(path, b, LK_KEYBAG_SIZE) && count_entries(dir) == 1,
+	      "atomic replace (and no temporary file left)");
+	CHECK(lk_write_atomic(path, "0123456789abcded", a, LK_KEYBAG_SIZE, 0) == EEXIST &&
+	              file_equals(path, b, LK_KEYBAG_SIZE) && count_entries(dir) == 1,
+	      "create mode must not replace an existing file");
 
 	/* A write that fails half-way (file size limit: write returns EFBIG) leaves the old file. */
 	pid = fork();
 	if (pid == 0) {
 		struct rlimit rl = { 100, 100 };
 		signal(SIGXFSZ, SIG_IGN);
-		_exit(setrlimit(RLIMIT_FSIZE, &rl) == 0 ? lk_write_atomic(path, "00000000000000ff", a, LK_KEYBAG_SIZE, 1) : 99);
+		_exit(setrlimit(RLIMIT_FSIZE, &rl) == 0
+		              ? lk_write_atomic(path, "00000000000000ff", a, LK_KEYBAG_SIZE, 1)
+		              : 99);
 	}
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == EFBIG,
 	      "short write not reported (status %d)", WEXITSTATUS(status));
@@ -508,7 +547,8 @@ static void test_files(const uint8_t a[LK_KEYBAG_SIZE], const uint8_t b[LK_KEYBA
 	      "a FIFO is read");
 	unlink(other);
 	CHECK(lk_write_atomic(other, "3333333333333333", a, LK_KEYBAG_SIZE, 1) == 0 && chmod(other, 0620) == 0 &&
-	      lk_read_user_file(other, getuid(), buf, sizeof buf, &n) == EACCES, "a group-writable file is read");
+	              lk_read_user_file(other, getuid(), buf, sizeof buf, &n) == EACCES,
+	      "a group-writable file is read");
 	CHECK(lk_read_user_file(path, getuid() + 1, buf, sizeof buf, &n) == EPERM, "another user's file is read");
 	CHECK(lk_read_user_file(path, getuid(), buf, 100, &n) == EFBIG, "an oversized file is read");
 	CHECK(lk_read_user_file(path, getuid(), buf, sizeof buf, &n) == 0 && n == LK_KEYBAG_SIZE, "read back");
@@ -521,12 +561,15 @@ static void test_files(const uint8_t a[LK_KEYBAG_SIZE], const uint8_t b[LK_KEYBA
 	/* Machine secret: created on first use, stable, and refused when not root-owned 0600 32 bytes. */
 	snprintf(other, sizeof other, "%s/var-lib-latchkey/machine-secret", dir);
 	if (geteuid() == 0) {
-		CHECK(lk_machine_secret(other, ms) == 0 && lk_machine_secret(other, ms2) == 0 && memcmp(ms, ms2, 32) == 0,
+		CHECK(lk_machine_secret(other, ms) == 0 && lk_machine_secret(other, ms2) == 0 &&
+		              memcmp(ms, ms2, 32) == 0,
 		      "machine secret created and read back");
 		CHECK(stat(other, &st) == 0 && (st.st_mode & 07777) == 0600 && st.st_size == 32, "machine secret file");
 		snprintf(sub, sizeof sub, "%s/var-lib-latchkey", dir);
-		CHECK(stat(sub, &st) == 0 && (st.st_mode & 07777) == 0700 && st.st_uid == 0, "machine secret directory");
-		CHECK(chmod(other, 0644) == 0 && lk_machine_secret(other, ms) == EPERM, "a 0644 machine secret is used");
+		CHECK(stat(sub, &st) == 0 && (st.st_mode & 07777) == 0700 && st.st_uid == 0,
+		      "machine secret directory");
+		CHECK(chmod(other, 0644) == 0 && lk_machine_secret(other, ms) == EPERM,
+		      "a 0644 machine secret is used");
 		CHECK(chmod(other, 0600) == 0 && truncate(other, 31) == 0 && lk_machine_secret(other, ms) == EPERM,
 		      "a short machine secret is used");
 		CHECK(chown(other, 1, 0) == 0 && truncate(other, 32) == 0 && lk_machine_secret(other, ms) == EPERM,

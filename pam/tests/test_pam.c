@@ -35,8 +35,16 @@
 
 static int checks, failures;
 
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-	printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(cond, ...)                                            \
+	do {                                                        \
+		checks++;                                           \
+		if (!(cond)) {                                      \
+			failures++;                                 \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                        \
+			printf("\n");                               \
+		}                                                   \
+	} while (0)
 
 #define SERVICE "latchkey-test"
 
@@ -126,7 +134,8 @@ static void put_keybag(const struct who *w, const char *pw, uint32_t t, uint32_t
 	int fd;
 
 	CHECK(lk_master_key(pw, strlen(pw), salt, 1, 8192, 1, master) == 0 &&
-	      lk_create(&kb, master, salt, 1, 8192, 1, NULL, (uint32_t)w->uid) == LK_OK, "make a keybag");
+	              lk_create(&kb, master, salt, 1, 8192, 1, NULL, (uint32_t)w->uid) == LK_OK,
+	      "make a keybag");
 	lk_serialize(&kb, file);
 	if (t != 0) {
 		put_be32(file + 28, t), put_be32(file + 32, m), put_be32(file + 36, p);
@@ -203,11 +212,14 @@ static void agent_start(struct agent *a, const struct who *w)
 			if ((fd = accept(lfd, NULL, NULL)) < 0)
 				_exit(3);
 			while (read_full(fd, head, 4) == 0) {
-				len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
+				len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 |
+				      head[3];
 				if (len < 2 || len > sizeof body || read_full(fd, body, len) != 0)
 					break;
-				letter = body[1] == LK_OP_KEY_HANDOFF ? 'K' : body[1] == LK_OP_SESSION_OPEN ? 'O'
-				       : body[1] == LK_OP_SESSION_CLOSE ? 'C' : '?';
+				letter = body[1] == LK_OP_KEY_HANDOFF     ? 'K'
+				         : body[1] == LK_OP_SESSION_OPEN  ? 'O'
+				         : body[1] == LK_OP_SESSION_CLOSE ? 'C'
+				                                          : '?';
 				if (write(p[1], &letter, 1) != 1 || write(fd, "\0\0\0\x06\x01\0\0\0\0\0", 10) != 10)
 					break;
 			}
@@ -314,8 +326,7 @@ static void test_verified_key_stays_with_its_user(void)
 	CHECK(strcmp(agent_ops(&a), "OK") == 0, "A's agent: want sessionOpen, then keyHandoff");
 	become(h, &B);
 	pam_close_session(h, 0);
-	CHECK(strcmp(agent_ops(&a), "") == 0 && strcmp(agent_ops(&b), "") == 0,
-	      "a session token of A was used for B");
+	CHECK(strcmp(agent_ops(&a), "") == 0 && strcmp(agent_ops(&b), "") == 0, "a session token of A was used for B");
 	pam_end(h, PAM_SUCCESS);
 
 	/* An agent already running at auth gets the key then (a screen locker), and the session no
@@ -323,7 +334,8 @@ static void test_verified_key_stays_with_its_user(void)
 	h = begin(&A);
 	become(h, &A);
 	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS && strcmp(agent_ops(&a), "K") == 0, "hand-off at auth");
-	CHECK(pam_open_session(h, 0) == PAM_SUCCESS && strcmp(agent_ops(&a), "O") == 0, "session after a hand-off at auth");
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS && strcmp(agent_ops(&a), "O") == 0,
+	      "session after a hand-off at auth");
 	pam_end(h, PAM_SUCCESS);
 	agent_stop(&a, &A);
 	agent_stop(&b, &B);
@@ -379,7 +391,9 @@ static void test_create_stays_with_its_user(void)
 /* Keybags beyond t 16, m 1 GiB, p 8: no derivation (auth returns at once), no hand-off, no marker. */
 static void test_limits(void)
 {
-	static const struct { uint32_t t, m, p; } bad[] = { { 4294967295U, 8192, 1 }, { 1, 1048577, 1 }, { 1, 8192, 9 } };
+	static const struct {
+		uint32_t t, m, p;
+	} bad[] = { { 4294967295U, 8192, 1 }, { 1, 1048577, 1 }, { 1, 8192, 9 } };
 	struct timespec t0, t1;
 	struct agent a;
 	pam_handle_t *h;
@@ -396,9 +410,11 @@ static void test_limits(void)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		CHECK(took < 2.0, "t=%u m=%u p=%u: auth took %.1f s", bad[i].t, bad[i].m, bad[i].p, took);
-		CHECK(strcmp(agent_ops(&a), "") == 0, "t=%u m=%u p=%u: a key was handed over at auth", bad[i].t, bad[i].m, bad[i].p);
+		CHECK(strcmp(agent_ops(&a), "") == 0, "t=%u m=%u p=%u: a key was handed over at auth", bad[i].t,
+		      bad[i].m, bad[i].p);
 		pam_open_session(h, 0);
-		CHECK(strcmp(agent_ops(&a), "O") == 0, "t=%u m=%u p=%u: more than the session", bad[i].t, bad[i].m, bad[i].p);
+		CHECK(strcmp(agent_ops(&a), "O") == 0, "t=%u m=%u p=%u: more than the session", bad[i].t, bad[i].m,
+		      bad[i].p);
 		CHECK(!exists(A.marker), "t=%u m=%u p=%u: marker written", bad[i].t, bad[i].m, bad[i].p);
 		pam_end(h, PAM_SUCCESS);
 	}
@@ -409,8 +425,11 @@ static void test_limits(void)
 /* only_services=: a service not in the list gets nothing, one in it the usual. */
 static void test_only_services(void)
 {
-	static const struct { const char *service, *want_auth, *want_session; } cases[] = {
-		{ SERVICE "-off", "", "" }, { SERVICE "-on", "K", "O" },
+	static const struct {
+		const char *service, *want_auth, *want_session;
+	} cases[] = {
+		{ SERVICE "-off", "", "" },
+		{ SERVICE "-on", "K", "O" },
 	};
 	struct agent a;
 	pam_handle_t *h;
@@ -432,7 +451,7 @@ static void test_only_services(void)
 }
 
 static int service_file(const char *service, const char *authtok, const char *module, const char *options,
-			const char *extra)
+                        const char *extra)
 {
 	char path[400];
 	FILE *f;
@@ -441,7 +460,7 @@ static int service_file(const char *service, const char *authtok, const char *mo
 	if ((f = fopen(path, "w")) == NULL)
 		return -1;
 	fprintf(f, "auth required %s\nauth optional %s %s %s\nsession optional %s %s %s\n", authtok, module, options,
-		extra, module, options, extra);
+	        extra, module, options, extra);
 	return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -459,12 +478,16 @@ static int setup(const char *module, const char *authtok)
 	    private_dir(B.keychain, &B) != 0 || private_dir(A.run, &A) != 0 || private_dir(B.run, &B) != 0)
 		return -1;
 	snprintf(options, sizeof options,
-		 "keychain=%s/kc/%%u agent=/nonexistent/latchkeyd machine_secret=%s/machine/secret "
-		 "allow_weak_argon2 argon2_t=1 argon2_m=8192 argon2_p=1 auto_create debug", top, top);
+	         "keychain=%s/kc/%%u agent=/nonexistent/latchkeyd machine_secret=%s/machine/secret "
+	         "allow_weak_argon2 argon2_t=1 argon2_m=8192 argon2_p=1 auto_create debug",
+	         top, top);
 	return service_file(SERVICE, authtok, module, options, "") == 0 &&
-	       service_file(SERVICE "-off", authtok, module, options, "only_services=login,sshd," SERVICE "-o") == 0 &&
-	       service_file(SERVICE "-on", authtok, module, options, "only_services=login," SERVICE "-on,sshd") == 0
-	       ? 0 : -1;
+	                       service_file(SERVICE "-off", authtok, module, options,
+	                                    "only_services=login,sshd," SERVICE "-o") == 0 &&
+	                       service_file(SERVICE "-on", authtok, module, options,
+	                                    "only_services=login," SERVICE "-on,sshd") == 0
+	               ? 0
+	               : -1;
 }
 
 int main(int argc, char **argv)

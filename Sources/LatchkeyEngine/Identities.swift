@@ -1,0 +1,193 @@
+import LatchkeyModel
+import LatchkeyStore
+
+/// A certificate and the private key whose application label equals the certificate's public key hash.
+struct IdentityPair {
+    var certificate: OpenItem
+    var key: OpenItem
+}
+
+/// Identities are not stored: as in securityd, `kSecClassIdentity` is the join of the certificate and
+/// key tables on `cert.pkhh == keys.klbl` (secitem-semantics §7.3). Unlike securityd, whose join tests
+/// `keys.priv` (which SecKey sets for public keys too), only private keys (`kcls` 1) join: an identity
+/// whose "key" cannot sign is of no use to anyone. Works with the engine's mutex held, through the
+/// item rules of the request.
+struct Identities {
+    let items: ItemRules
+
+    /// The identities a query matches: certificates by the certificate filters, each joined to a
+    /// private key that also matches the key filters.
+    func find(_ query: ItemQuery, limit: Int?) throws(SecError) -> [IdentityPair] {
+        var pairs: [IdentityPair] = []
+        for certificate in try items.find(Self.certificateHalf(of: query), limit: nil) {
+            guard let key = try privateKey(for: certificate, filters: query.keyAttributes) else { continue }
+            pairs.append(IdentityPair(certificate: certificate, key: key))
+            if let limit, pairs.count >= limit { break }
+        }
+        return pairs
+    }
+
+    /// An identity query's certificate half: its certificate filters (and persistent reference).
+    private static func certificateHalf(of query: ItemQuery) -> ItemQuery {
+        var certificateQuery = query
+        certificateQuery.identity = false
+        certificateQuery.keyAttributes = [:]
+        if var ref = certificateQuery.persistentRef {
+            ref.identity = false
+            certificateQuery.persistentRef = ref
+        }
+        return certificateQuery
+    }
+
+    private func privateKey(for certificate: OpenItem, filters: SecDictionary) throws(SecError) -> OpenItem? {
+        guard case .data(let hash)? = certificate.attributes[SecAttr.publicKeyHash], !hash.isEmpty else { return nil }
+        var keyQuery = ItemQuery(itemClass: .key, limit: .one)
+        keyQuery.attributes = filters
+        keyQuery.attributes[SecAttr.applicationLabel] = .data(hash)
+        keyQuery.attributes[SecAttr.keyClass] = .int(KeyReference.classPrivate)
+        keyQuery.synchronizable = nil
+        return try items.find(keyQuery, limit: 1).first
+    }
+
+    /// SecItemAdd of an identity reference: the certificate, then the key. A duplicate certificate is
+    /// tolerated; a duplicate key is too when the certificate was new; both duplicates are
+    /// errSecDuplicateItem (secitem-semantics §7.3). Runs inside the add's store transaction.
+    func add(certificate: CertificateReference, key: KeyReference, request: AddRequest) throws(SecError) -> SecValue? {
+        guard key.isPrivate else { throw .param("an identity's key must be a private key") }
+        guard request.data == nil else { throw .param("kSecValueRef and kSecValueData cannot both be given") }
+        var certificateRequest = AddRequest(itemClass: .certificate)
+        certificateRequest.protection = request.protection
+        certificateRequest.synchronizable = request.synchronizable
+        var keyRequest = AddRequest(itemClass: .key)
+        keyRequest.protection = request.protection
+        keyRequest.synchronizable = request.synchronizable
+        // The caller's attributes go to whichever half has them (the certificate for shared names), the
+        // access group the request was admitted to among them.
+        for (name, value) in request.attributes {
+            if ItemClass.certificate.attribute(name) != nil { certificateRequest.attributes[name] = value }
+            if ItemClass.key.attribute(name) != nil { keyRequest.attributes[name] = value }
+        }
+        try items.resolve(.certificate(certificate), into: &certificateRequest)
+        try items.resolve(.key(key), into: &keyRequest)
+        guard certificateRequest.attributes[SecAttr.publicKeyHash] == keyRequest.attributes[SecAttr.applicationLabel] else {
+            throw .param("the identity's key does not belong to its certificate")
+        }
+        var certificateItem: OpenItem?
+        var certificateWasDuplicate = false
+        do {
+            try items.store.transaction {
+                do {
+                    certificateItem = try items.insert(certificateRequest, open: true)
+                } catch let error as SecError where error.status == SecStatus.duplicateItem {
+                    certificateWasDuplicate = true
+                }
+                do {
+                    _ = try items.insert(keyRequest, open: false)
+                } catch let error as SecError where error.status == SecStatus.duplicateItem && !certificateWasDuplicate {
+                    // the key was there already; the new certificate makes the identity
+                }
+            }
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        guard !request.returns.isEmpty else { return nil }
+        // Return what was added, or what it duplicated.
+        var query = ItemQuery(itemClass: .certificate, limit: .one)
+        query.identity = true
+        query.synchronizable = nil
+        if let certificateItem {
+            query.persistentRef = PersistentRef(itemClass: .certificate, uuid: certificateItem.persistentRef, identity: true)
+        } else {
+            try ItemRules.apply(.certificate(certificate), to: &query)
+        }
+        guard let pair = try find(query, limit: 1).first else { throw SecError.notFound }
+        return try ResultBuilder.value(for: pair, returns: request.returns)
+    }
+
+    /// SecItemDelete of identities. With a reference (persistent or object): the certificate, then its
+    /// key unless another certificate still uses it. With filters: every matching certificate that forms
+    /// an identity, then every key joined to one. Keys are found by their keyed hashes without being
+    /// opened, so this works while their class is locked, as securityd's delete does.
+    func delete(_ query: ItemQuery) throws(SecError) {
+        let store = items.store
+        do {
+            var pairs: [(certificate: OpenItem, keys: [Int64])] = []
+            for certificate in try items.find(Self.certificateHalf(of: query), limit: nil) {
+                let keys = try privateKeyIDs(for: certificate, filters: query.keyAttributes)
+                if !keys.isEmpty { pairs.append((certificate, keys)) }
+            }
+            guard !pairs.isEmpty else { throw SecError.notFound }
+            let certificateIDs = Set(pairs.map(\.certificate.id))
+            var keyIDs: Set<Int64> = []
+            for pair in pairs {
+                if query.persistentRef != nil || query.reference != nil {
+                    // Keep a key that another certificate still forms an identity with.
+                    var others = ItemQuery(itemClass: .certificate, limit: .all)
+                    others.attributes[SecAttr.publicKeyHash] = pair.certificate.attributes[SecAttr.publicKeyHash]
+                    others.synchronizable = nil
+                    let sharing = try store.headers(matching: items.filter(for: others, hashes: try items.queryHashes(others),
+                                                                           limit: nil))
+                    if sharing.contains(where: { !certificateIDs.contains($0.id) }) { continue }
+                }
+                keyIDs.formUnion(pair.keys)
+            }
+            _ = try store.delete(ids: Array(certificateIDs) + Array(keyIDs))
+        } catch {
+            throw EngineErrors.map(error)
+        }
+    }
+
+    /// The rows of the private keys joined to a certificate, by keyed hashes only.
+    private func privateKeyIDs(for certificate: OpenItem, filters: SecDictionary) throws -> [Int64] {
+        guard case .data(let hash)? = certificate.attributes[SecAttr.publicKeyHash], !hash.isEmpty else { return [] }
+        var keyQuery = ItemQuery(itemClass: .key, limit: .all)
+        keyQuery.attributes = filters
+        keyQuery.attributes[SecAttr.applicationLabel] = .data(hash)
+        keyQuery.attributes[SecAttr.keyClass] = .int(KeyReference.classPrivate)
+        keyQuery.synchronizable = nil
+        return try items.store.headers(matching: items.filter(for: keyQuery, hashes: try items.queryHashes(keyQuery),
+                                                              limit: nil)).map(\.id)
+    }
+
+    /// The changes of an identity update, split between its certificate and its key.
+    struct Changes {
+        var certificate: AttributeChanges
+        var key: AttributeChanges
+    }
+
+    /// Splits and parses an identity update's changes (before the request is admitted: the policy sees
+    /// the groups they name).
+    static func changes(_ changesDictionary: SecDictionary) throws(SecError) -> Changes {
+        var certificateChanges: SecDictionary = [:]
+        var keyChanges: SecDictionary = [:]
+        for (name, value) in changesDictionary {
+            let forCertificate = ItemClass.certificate.attribute(name) != nil || name == SecAttr.accessible
+                || name == SecAttr.synchronizable
+            let forKey = ItemClass.key.attribute(name) != nil || name == SecAttr.accessible || name == SecAttr.synchronizable
+            guard forCertificate || forKey else { throw .noSuchAttr(name, SecKeys.classIdentity) }
+            if forCertificate { certificateChanges[name] = value }
+            if forKey { keyChanges[name] = value }
+        }
+        let certificate = try DictionaryParser.parseChanges(certificateChanges, itemClass: .certificate)
+        let key = try DictionaryParser.parseChanges(keyChanges, itemClass: .key)
+        if let value = key.attributes["extr"], value.integerValue != 0 {
+            throw .param("kSecAttrIsExtractable cannot be changed to true")
+        }
+        return Changes(certificate: certificate, key: key)
+    }
+
+    /// SecItemUpdate of identities: the certificate's attributes, then the key's, in one transaction.
+    func update(_ query: ItemQuery, _ changes: Changes) throws(SecError) {
+        let pairs = try find(query, limit: nil)
+        guard !pairs.isEmpty else { throw SecError.notFound }
+        do {
+            try items.store.transaction {
+                for pair in pairs { try items.rewrite(pair.certificate, with: changes.certificate) }
+                var done: Set<Int64> = []
+                for pair in pairs where done.insert(pair.key.id).inserted { try items.rewrite(pair.key, with: changes.key) }
+            }
+        } catch {
+            throw EngineErrors.map(error)
+        }
+    }
+}

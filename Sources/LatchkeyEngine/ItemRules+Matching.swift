@@ -1,0 +1,92 @@
+import LatchkeyModel
+import LatchkeyStore
+
+/// Finding rows for a query: by persistent reference, by keyed hashes, or, without the index key, by
+/// opening what can be opened.
+extension ItemRules {
+    /// Finds and opens the items a query matches, in row order. The first matching row whose class key
+    /// is not held ends the search with errSecInteractionNotAllowed, as securityd's scan does.
+    func find(_ query: ItemQuery, limit: Int?) throws(SecError) -> [OpenItem] {
+        let rows: [StoreRow]
+        do {
+            if let ref = query.persistentRef {
+                rows = try lookup(ref).map { [$0] } ?? []
+            } else if keys.indexKey == nil && !query.attributes.isEmpty {
+                // Without the index key (before first unlock, or after `lock --all`) no hash can be
+                // computed. Only the classes whose keys are held (the Always classes) can be read at all,
+                // so scan those and match the opened attributes; rows of locked classes cannot be
+                // evaluated and are not visible.
+                var scan = filter(for: query, hashes: [], limit: nil)
+                let held = ProtectionClass.allCases.filter { keys.isAvailable($0) && (query.protection ?? $0) == $0 }
+                scan.protections = held.map { Int($0.rawValue) }
+                rows = try store.rows(matching: scan)
+            } else {
+                rows = try store.rows(matching: filter(for: query, hashes: try queryHashes(query), limit: limit))
+            }
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        var items: [OpenItem] = []
+        for row in rows {
+            let item = try ItemSealer.open(row, keys: keys)
+            // The index found the row by keyed hashes; the opened attributes must agree, or the index was
+            // tampered with and the row is not returned.
+            guard ItemSealer.matches(item, query.attributes) else { continue }
+            items.append(item)
+            if let limit, items.count >= limit { break }
+        }
+        if keys.indexKey == nil, query.persistentRef == nil, !query.attributes.isEmpty, items.count < (limit ?? .max) {
+            // Rows of locked classes could not be evaluated. If any exist, "not found" might be false,
+            // and callers that delete what they cannot read would destroy credentials: say locked.
+            var locked = filter(for: query, hashes: [], limit: 1)
+            locked.protections = ProtectionClass.allCases
+                .filter { !keys.isAvailable($0) && (query.protection ?? $0) == $0 }
+                .map { Int($0.rawValue) }
+            let unknown: Bool
+            do {
+                unknown = try !locked.protections!.isEmpty && !store.headers(matching: locked).isEmpty
+            } catch {
+                throw EngineErrors.map(error)
+            }
+            if unknown { throw SecError.locked }
+        }
+        return items
+    }
+
+    /// A parsed query made ready for matching: what its `kSecValueRef` names, and certificate names
+    /// given as a full DER Name converted to the stored form, as Apple's client converts them.
+    static func prepared(_ parsed: ItemQuery) throws(SecError) -> ItemQuery {
+        var query = parsed
+        if let reference = query.reference { try apply(reference, to: &query) }
+        if query.itemClass == .certificate {
+            for name in [SecAttr.issuer, SecAttr.subject] {
+                if let value = query.attributes[name] { query.attributes[name] = KeyMaterial.normalizedName(value) }
+            }
+        }
+        return query
+    }
+
+    func queryHashes(_ query: ItemQuery) throws -> [[UInt8]] {
+        guard !query.attributes.isEmpty else { return [] }
+        let indexKey = try keys.requireIndexKey()
+        return try query.attributes.sorted(by: { $0.key < $1.key }).map { name, value in
+            guard let spec = query.itemClass.attribute(name) else { throw SecError.noSuchAttr(name, query.itemClass.name) }
+            return try ItemSealer.attributeHash(spec, value, indexKey: indexKey)
+        }
+    }
+
+    func filter(for query: ItemQuery, hashes: [[UInt8]], limit: Int?) -> RowFilter {
+        RowFilter(itemClass: Int(query.itemClass.rawValue),
+                  protections: query.protection.map { [Int($0.rawValue)] },
+                  synchronizable: query.synchronizable,
+                  allOfHashes: hashes,
+                  limit: limit)
+    }
+
+    func lookup(_ ref: PersistentRef) throws -> StoreRow? {
+        // Only UUID references are issued here; a legacy row-id reference can name none of our items.
+        guard let uuid = ref.uuid, let row = try store.row(persistentRef: uuid),
+              row.itemClass == Int(ref.itemClass.rawValue) else { return nil }
+        return row
+    }
+}

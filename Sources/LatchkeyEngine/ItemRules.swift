@@ -1,0 +1,210 @@
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeySecrets
+import LatchkeyStore
+
+/// SecItem's rules over sealed rows: add, copy, update and delete for one request, with the engine's
+/// mutex held. `Keychain` builds one per request from the store and the keys held at that moment, after
+/// the access policy admitted the request (`RequestGate`); the rules themselves know no caller.
+struct ItemRules {
+    let store: Store
+    let keys: KeyState
+    /// Told of every change of a generic password, mutex held (see `Keychain.observeItemChanges`).
+    let onChange: (@Sendable (KeychainItemChange) -> Void)?
+
+    /// SecItemAdd, in one transaction.
+    func add(_ request: AddRequest) throws(SecError) -> SecValue? {
+        var result: SecValue?
+        do {
+            // The result is built before the transaction commits: a request whose result cannot be
+            // given (the data of a key that may not leave, say) adds nothing.
+            try store.transaction { result = try addInTransaction(request) }
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        return result
+    }
+
+    /// SecItemAdd inside the caller's store transaction.
+    func addInTransaction(_ parsed: AddRequest) throws(SecError) -> SecValue? {
+        var request = parsed
+        switch request.reference {
+        case .identity(let certificate, let key)?:
+            return try Identities(items: self).add(certificate: certificate, key: key, request: request)
+        case let reference?:
+            try resolve(reference, into: &request)
+        case nil:
+            break
+        }
+        guard let item = try insert(request, open: !request.returns.isEmpty) else { return nil }
+        return try ResultBuilder.value(for: item, returns: request.returns)
+    }
+
+    /// Seals and inserts one item; the opened item when `open` (for what SecItemAdd returns). Its access
+    /// group is already among its attributes: `RequestGate` put it there when it admitted the request.
+    func insert(_ request: AddRequest, open: Bool) throws(SecError) -> OpenItem? {
+        let protection = request.protection ?? request.itemClass.defaultProtection
+        let classKey = try keys.key(for: protection)
+        let indexKey = try keys.requireIndexKey()
+
+        var attributes = request.attributes
+        guard attributes[SecAttr.accessGroup] != nil else {
+            // Only a request that skipped the access policy gets here.
+            throw SecError(SecStatus.internalComponent, "an item to add has no access group (not admitted)")
+        }
+        attributes[SecAttr.accessible] = .string(protection.pdmn)
+        attributes[SecAttr.synchronizable] = .int(request.synchronizable ? 1 : 0)
+        let now = Clock.now()
+        attributes[SecAttr.creationDate] = .date(now)
+        attributes[SecAttr.modificationDate] = .date(now)
+        for spec in request.itemClass.primaryKey where attributes[spec.name] == nil {
+            if let implicit = spec.implicitValue { attributes[spec.name] = implicit }
+        }
+
+        let secret = request.data ?? []
+        let row: NewRow
+        let id: Int64
+        do {
+            let ref = try SecureRandom.bytes(16)
+            row = try ItemSealer.seal(ref: ref, itemClass: request.itemClass, protection: protection,
+                                      synchronizable: request.synchronizable, attributes: attributes,
+                                      secret: secret, classKey: classKey, indexKey: indexKey)
+            id = try store.insert(row)
+        } catch {
+            throw EngineErrors.map(error)
+        }
+        if request.itemClass == .genericPassword { onChange?(.added(row.persistentRef)) }
+        guard open else { return nil }
+        return try ItemSealer.open(
+            StoreRow(id: id, persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
+                     synchronizable: row.synchronizable, uniqueHash: row.uniqueHash, wrappedKey: row.wrappedKey,
+                     metadata: row.metadata, secret: row.secret),
+            keys: keys)
+    }
+
+    /// SecItemCopyMatching.
+    func copy(_ query: ItemQuery) throws(SecError) -> SecValue? {
+        if query.identity {
+            let pairs = try Identities(items: self).find(query, limit: query.limit.maximum)
+            guard !pairs.isEmpty else { throw SecError.notFound }
+            var values: [SecValue] = []
+            for pair in pairs {
+                if let value = try ResultBuilder.value(for: pair, returns: query.returns) { values.append(value) }
+            }
+            return query.limit.returnsArray ? .array(values) : values.first
+        }
+        let items = try find(query, limit: query.limit.maximum)
+        guard !items.isEmpty else { throw SecError.notFound }
+        var values: [SecValue] = []
+        for item in items {
+            if let value = try ResultBuilder.value(for: item, returns: query.returns) { values.append(value) }
+        }
+        return query.limit.returnsArray ? .array(values) : values.first
+    }
+
+    /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing.
+    func update(_ query: ItemQuery, _ changes: AttributeChanges) throws(SecError) {
+        let items = try find(query, limit: nil)
+        guard !items.isEmpty else { throw SecError.notFound }
+        do {
+            try store.transaction {
+                for item in items { try rewrite(item, with: changes) }
+            }
+            for item in items where item.itemClass == .genericPassword { onChange?(.changed(item.persistentRef)) }
+        } catch {
+            throw EngineErrors.map(error)
+        }
+    }
+
+    /// SecItemDelete. Works whatever the lock state: matching uses only the plaintext columns and the
+    /// keyed hashes, never an item's class key, exactly as securityd matches on its columns.
+    func delete(_ query: ItemQuery) throws(SecError) {
+        if query.identity { return try Identities(items: self).delete(query) }
+        do {
+            let ids: [Int64]
+            var refs: [[UInt8]] = []
+            if let ref = query.persistentRef {
+                let row = try lookup(ref)
+                ids = row.map { [$0.id] } ?? []
+                refs = row.map { [$0.persistentRef] } ?? []
+            } else {
+                // Without the index key the filters cannot be evaluated; refusing is the only answer
+                // that never deletes the wrong item.
+                let hashes = try queryHashes(query)
+                let headers = try store.headers(matching: filter(for: query, hashes: hashes, limit: nil))
+                ids = headers.map(\.id)
+                refs = headers.map(\.persistentRef)
+            }
+            guard !ids.isEmpty else { throw SecError.notFound }
+            _ = try store.delete(ids: ids)
+            if query.itemClass == .genericPassword { for ref in refs { onChange?(.deleted(ref)) } }
+            if query.itemClass == .key { for ref in refs { keys.privateKeys.remove(ref: ref) } }
+        } catch {
+            throw EngineErrors.map(error)
+        }
+    }
+
+    // MARK: - Update
+
+    func rewrite(_ item: OpenItem, with changes: AttributeChanges) throws {
+        if item.itemClass == .key, !item.isExtractable { try Self.checkKeptIn(item, changes) }
+        let protection = changes.protection ?? item.protection
+        let classKey = try keys.key(for: protection)
+        let indexKey = try keys.requireIndexKey()
+        var attributes = item.attributes
+        for (name, value) in changes.attributes { attributes[name] = value }
+        let synchronizable: Bool
+        if let sync = changes.synchronizable {
+            synchronizable = sync
+        } else {
+            synchronizable = item.row.synchronizable
+        }
+        attributes[SecAttr.accessible] = .string(protection.pdmn)
+        attributes[SecAttr.synchronizable] = .int(synchronizable ? 1 : 0)
+        // The modification date is always strictly newer than before, even within one clock tick.
+        var now = Clock.now()
+        if case .date(let previous)? = item.attributes[SecAttr.modificationDate], now <= previous {
+            now = previous.nextUp
+        }
+        attributes[SecAttr.modificationDate] = .date(now)
+        let secret = try changes.data ?? ItemSealer.openSecret(item)
+        // A Secret Service item's attribute map follows its svce/acct (docs/SECRET-SERVICE.md §1).
+        let secretService = item.secretService?.applying(secItemChanges: changes.attributes)
+        let row = try ItemSealer.seal(ref: item.persistentRef, itemClass: item.itemClass, protection: protection,
+                                      synchronizable: synchronizable, attributes: attributes, secret: secret,
+                                      classKey: classKey, indexKey: indexKey, secretService: secretService)
+        try store.replace(id: item.id, with: row)
+    }
+
+    /// A key that may not leave keeps its protection, sync state and kind: moving it to a weaker class
+    /// (Always, whose key is unprotected on disk) would be a way out, and relabelling it as a public key
+    /// would make its bytes look public.
+    private static func checkKeptIn(_ item: OpenItem, _ changes: AttributeChanges) throws(SecError) {
+        if let protection = changes.protection, protection != item.protection {
+            throw .param("a non-extractable key keeps its accessibility (\(item.protection.pdmn))")
+        }
+        if let sync = changes.synchronizable, sync != item.row.synchronizable {
+            throw .param("a non-extractable key keeps kSecAttrSynchronizable")
+        }
+        for name in [SecAttr.keyClass, SecAttr.keyType, SecAttr.keySizeInBits] {
+            if let value = changes.attributes[name], value.integerValue != item.attributes[name]?.integerValue {
+                throw .param("the class, type and size of a non-extractable key describe its bytes and cannot change")
+            }
+        }
+    }
+
+    /// `kSecAttrIsExtractable` only ever goes from true to false: a key once kept in cannot be let out.
+    static func checkExtractability(_ changes: AttributeChanges, _ query: ItemQuery) throws(SecError) {
+        guard query.itemClass == .key, let value = changes.attributes["extr"], value.integerValue != 0 else { return }
+        throw .param("kSecAttrIsExtractable cannot be changed to true")
+    }
+}
+
+extension OpenItem {
+    /// Whether a key item may be exported: yes without the attribute (Apple's default), otherwise only
+    /// when it says 1; anything unreadable counts as no.
+    var isExtractable: Bool {
+        guard let value = attributes["extr"] else { return true }
+        return value.integerValue == 1
+    }
+}

@@ -1,0 +1,230 @@
+import LatchkeyCrypto
+import LatchkeyModel
+import LatchkeySecrets
+import LatchkeyStore
+import LatchkeyCodec
+
+extension Keychain {
+    /// Runs `body` with the Secret Service's storage, once the access policy has admitted `request`
+    /// (a request that adds items is given the caller's default group, where they go). `body` runs under
+    /// the engine's mutex, after rows written before the current Secret Service index got its hashes.
+    /// With `reading`, `body` must not write: it runs in one read transaction, so its statements share
+    /// one snapshot and one pair of file locks instead of taking and dropping them each (a search is five
+    /// statements). Errors thrown by `body` are mapped to `SecError`s as the engine's own are.
+    package func withSecretServiceStorage<T>(_ request: AccessRequest, reading: Bool = false,
+                                             _ body: (SecretServiceStorage) throws -> T) throws(SecError) -> T {
+        let admitted = try gate.admit(request)
+        return try lockState.withStore { (store, keys) throws(SecError) -> T in
+            let storage = SecretServiceStorage(store: store, keys: keys, admitted: admitted)
+            do {
+                if reading {
+                    // Usually there is nothing to re-index: then the check shares the read transaction.
+                    let done: T? = try store.reading {
+                        try storage.needsReindexing() ? nil : try body(storage)
+                    }
+                    if let done { return done }
+                }
+                try storage.reindexPending()
+                return reading ? try store.reading { try body(storage) } : try body(storage)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+    }
+}
+
+/// How Secret Service items and the service's own state are stored and indexed (docs/SECRET-SERVICE.md
+/// §1–4): generic-password rows sealed with their Secret Service data, found by the keyed hashes of
+/// `SecretServiceMapping`, and the sealed state blob of the collections and aliases. The collections,
+/// aliases and object paths themselves are the Secret Service module's; this is all it asks of the
+/// engine. Valid only inside `Keychain.withSecretServiceStorage` (the engine's mutex held).
+package struct SecretServiceStorage {
+    let store: Store
+    let keys: KeyState
+    /// The request as the access policy admitted it.
+    let admitted: AccessRequest
+
+    /// HKDF label of the key that seals the service state (docs/SECRET-SERVICE.md §4).
+    static let stateKeyInfo = Array("latchkey secret-service v1".utf8)
+    static let stateAADLabel = Array("latchkey ss-state v1".utf8)
+    static let stateName = "collections"
+
+    // MARK: - Keys
+
+    /// Whether the class key of a row's protection class is held.
+    func isHeld(_ protection: Int) -> Bool {
+        ProtectionClass(rawValue: UInt8(clamping: protection)).map { keys.isAvailable($0) } ?? false
+    }
+
+    /// Throws errSecInteractionNotAllowed unless the WhenUnlocked class key, which Secret Service
+    /// collections lock with (docs/SECRET-SERVICE.md §4), is held. (The index key is then held too: the
+    /// WhenUnlocked family is dropped before AfterFirstUnlock, never after.)
+    package func requireUnlocked() throws(SecError) {
+        _ = try keys.key(for: .whenUnlocked)
+        _ = try keys.requireIndexKey()
+    }
+
+    // MARK: - The sealed state
+
+    private func stateKey() throws -> SecretBytes {
+        try HKDF.sha256(ikm: try keys.key(for: .afterFirstUnlock), salt: [], info: Self.stateKeyInfo, count: 32)
+    }
+
+    /// The service state (the collections and aliases, as the Secret Service module encodes them), or nil
+    /// when none was ever stored. errSecInteractionNotAllowed while AfterFirstUnlock is locked;
+    /// errSecDecode when the blob fails authentication.
+    package func loadState() throws -> SecValue? {
+        guard let sealed = try store.stateValue(named: Self.stateName) else { return nil }
+        let key = try stateKey()
+        var plain: [UInt8]
+        do {
+            plain = try AES256GCM.open(sealed, key: key, aad: Self.stateAADLabel + Array(Self.stateName.utf8))
+        } catch {
+            throw SecError(SecStatus.decode, "the Secret Service state failed authentication (damaged or tampered)")
+        }
+        defer { SecretBytes.wipe(&plain) }
+        return try ValueCodec.decode(plain)
+    }
+
+    /// Seals and stores the service state, inside the caller's transaction when there is one.
+    package func saveState(_ state: SecValue) throws {
+        var plain: [UInt8] = []
+        ValueCodec.encode(state, into: &plain)
+        defer { SecretBytes.wipe(&plain) }
+        let sealed = try AES256GCM.seal(plain, key: try stateKey(), aad: Self.stateAADLabel + Array(Self.stateName.utf8))
+        try store.setStateValue(sealed, named: Self.stateName)
+    }
+
+    // MARK: - Items
+
+    /// The row of item `id` if it is a member of `collection`, opened when its class key is held:
+    /// membership by its sealed data when it can be opened, else by its collection hash. `collections`
+    /// are the ids of every collection there is; an item of one deleted meanwhile counts as login's.
+    package func member(_ id: [UInt8], of collection: String, collections: [String]) throws -> SecretServiceMember? {
+        guard id.count == 16, let row = try store.row(persistentRef: id),
+              row.itemClass == Int(ItemClass.genericPassword.rawValue) else { return nil }
+        let login = SecretServiceData.login
+        if isHeld(row.protection) {
+            let entry = SecretServiceEntry(item: try ItemSealer.open(row, keys: keys))
+            let data = entry.data
+            // An item of a collection deleted meanwhile (none is left behind by deleteCollection) counts as login's.
+            let owner = collections.contains(data.collection) ? data.collection : login
+            return owner == collection ? SecretServiceMember(row: row, entry: entry) : nil
+        }
+        let others = collections.filter { $0 != login }
+        if collection == login && others.isEmpty { return SecretServiceMember(row: row, entry: nil) }
+        let indexKey = try keys.requireIndexKey()
+        func carries(_ other: String) throws -> Bool {
+            try !store.headers(matching: RowFilter(
+                itemClass: row.itemClass, synchronizable: nil, persistentRef: id,
+                allOfHashes: [SecretServiceMapping.collectionHash(other, indexKey: indexKey)])).isEmpty
+        }
+        if collection != login { return try carries(collection) ? SecretServiceMember(row: row, entry: nil) : nil }
+        for other in others where try carries(other) { return nil }
+        return SecretServiceMember(row: row, entry: nil)
+    }
+
+    /// A member opened; errSecInteractionNotAllowed while it is locked.
+    package func open(_ member: SecretServiceMember) throws(SecError) -> SecretServiceEntry {
+        if let entry = member.entry { return entry }
+        return SecretServiceEntry(item: try ItemSealer.open(member.row, keys: keys))
+    }
+
+    /// Item `id` opened, if there is such a row (for the readable matches of a lookup).
+    package func entry(_ id: [UInt8]) throws -> SecretServiceEntry? {
+        guard let row = try store.row(persistentRef: id) else { return nil }
+        return SecretServiceEntry(item: try ItemSealer.open(row, keys: keys))
+    }
+
+    /// An opened item's secret.
+    package func secret(of entry: SecretServiceEntry) throws(SecError) -> [UInt8] {
+        try ItemSealer.openSecret(entry.item)
+    }
+
+    /// Adds a new WhenUnlocked generic password to the collection `data` names, in the access group the
+    /// request was admitted to (docs/SECRET-SERVICE.md §1); returns its id. When its attributes (or, for a
+    /// plain item, its genp identity) exist already, it becomes a deliberate duplicate (§3).
+    package func insert(label: String, data: SecretServiceData, secret: [UInt8]) throws -> [UInt8] {
+        guard admitted.kind == .add, let group = admitted.accessGroups.first else {
+            throw SecError(SecStatus.internalComponent, "a Secret Service item to add was not admitted as an add")
+        }
+        let classKey = try keys.key(for: .whenUnlocked)
+        let indexKey = try keys.requireIndexKey()
+        let primary = SecretServiceMapping.primaryKey(of: data.attributes)
+        let now = Clock.now()
+        var genp: SecDictionary = [
+            SecAttr.label: .string(label), SecAttr.service: primary.service, SecAttr.account: primary.account,
+            SecAttr.accessGroup: .string(group),
+            SecAttr.accessible: .string(ProtectionClass.whenUnlocked.pdmn), SecAttr.synchronizable: .int(0),
+            SecAttr.creationDate: .date(now), SecAttr.modificationDate: .date(now),
+        ]
+        for spec in ItemClass.genericPassword.primaryKey where genp[spec.name] == nil {
+            if let implicit = spec.implicitValue { genp[spec.name] = implicit }
+        }
+        var data = data
+        let ref = try SecureRandom.bytes(16)
+        while true {
+            let row = try ItemSealer.seal(ref: ref, itemClass: .genericPassword, protection: .whenUnlocked,
+                                          synchronizable: false, attributes: genp, secret: secret,
+                                          classKey: classKey, indexKey: indexKey, secretService: data)
+            do {
+                _ = try store.insert(row)
+                return ref
+            } catch StoreError.duplicate where data.nonce.isEmpty {
+                // The same attributes exist (or, for a plain item, the same genp identity): a
+                // deliberate duplicate, as the spec allows (docs/SECRET-SERVICE.md §3).
+                data.nonce = try SecureRandom.bytes(16)
+            }
+        }
+    }
+
+    /// Seals an item again with new genp attributes, Secret Service data and secret (nil keeps its
+    /// secret), keeping its persistent ref, class and creation date; the modification date moves forward.
+    package func reseal(_ entry: SecretServiceEntry, attributes: SecDictionary, data: SecretServiceData,
+                        secret: [UInt8]?) throws {
+        guard let secret else {
+            // Only resealed, never returned: wiped once written.
+            var kept = try ItemSealer.openSecret(entry.item)
+            defer { SecretBytes.wipe(&kept) }
+            return try reseal(entry, attributes: attributes, data: data, secret: kept)
+        }
+        let item = entry.item
+        let classKey = try keys.key(for: item.protection)
+        let indexKey = try keys.requireIndexKey()
+        var attributes = attributes
+        var now = Clock.now()
+        if case .date(let previous)? = item.attributes[SecAttr.modificationDate], now <= previous { now = previous.nextUp }
+        attributes[SecAttr.modificationDate] = .date(now)
+        var data = data
+        while true {
+            let row = try ItemSealer.seal(ref: item.persistentRef, itemClass: item.itemClass, protection: item.protection,
+                                          synchronizable: item.row.synchronizable, attributes: attributes,
+                                          secret: secret, classKey: classKey, indexKey: indexKey, secretService: data)
+            do {
+                try store.replace(id: item.id, with: row)
+                return
+            } catch StoreError.duplicate where data.nonce.isEmpty {
+                data.nonce = try SecureRandom.bytes(16)
+            }
+        }
+    }
+
+    /// Deletes a member; works while it is locked (like SecItemDelete).
+    package func delete(_ member: SecretServiceMember) throws {
+        _ = try store.delete(ids: [member.row.id])
+    }
+
+    /// Deletes every item of collection `id` (found by its collection hash, so locked ones too) and
+    /// stores `state`, in one transaction; returns the ids of the deleted items.
+    package func deleteItems(ofCollection id: String, savingState state: SecValue) throws -> [[UInt8]] {
+        let indexKey = try keys.requireIndexKey()
+        let headers = try store.headers(matching: RowFilter(
+            itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,
+            allOfHashes: [SecretServiceMapping.collectionHash(id, indexKey: indexKey)]))
+        try store.transaction {
+            _ = try store.delete(ids: headers.map(\.id))
+            try saveState(state)
+        }
+        return headers.map(\.persistentRef)
+    }
+}

@@ -1,0 +1,139 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LatchkeyEngine
+import LatchkeyModel
+
+extension Keychain {
+    /// The keychain's Secret Service operations (docs/SECRET-SERVICE.md).
+    package var secretService: SecretServiceKeychain { SecretServiceKeychain(keychain: self) }
+}
+
+extension Caller {
+    /// Who a Secret Service request is put to the access policy as. D-Bus peers are not identified yet:
+    /// every client is one of the user's programs on the user's own session bus, treated as a caller of
+    /// the user's uid on the socket is (pid 0: no process named).
+    static var secretServiceClient: Caller { Caller(uid: getuid(), pid: 0) }
+}
+
+/// Secret Service operations on a keychain: Secret Service items are generic passwords stored by the
+/// same engine (docs/SECRET-SERVICE.md). Here are the collections, the aliases and the rules of the
+/// items' lifecycle; how items and the state are sealed, stored and found is the engine's
+/// (`SecretServiceStorage`), which every method goes through once, as one request put to the access
+/// policy, under the keychain's mutex. None knows D-Bus.
+/// Errors are `SecError`s: errSecInteractionNotAllowed when a needed key is not held,
+/// errSecItemNotFound for an unknown collection or item, errSecParam for input over a cap.
+package struct SecretServiceKeychain: Sendable {
+    /// The keychain's own collection.
+    package static let login = SecretServiceData.login
+
+    let keychain: Keychain
+    /// Who the requests are made for.
+    let caller: Caller
+
+    init(keychain: Keychain, caller: Caller = .secretServiceClient) {
+        self.keychain = keychain
+        self.caller = caller
+    }
+
+    /// Runs `body` with the engine's storage as one request of `kind` (see `Keychain.withSecretServiceStorage`).
+    func withStorage<T>(_ kind: AccessKind, reading: Bool = false,
+                        _ body: (SecretServiceStorage) throws -> T) throws(SecError) -> T {
+        try keychain.withSecretServiceStorage(AccessRequest(kind, caller: caller, itemClass: .genericPassword),
+                                              reading: reading, body)
+    }
+
+    /// The collections and aliases stored, or the initial ones.
+    func loadState(_ storage: SecretServiceStorage) throws -> SecretServiceState {
+        guard let value = try storage.loadState() else { return .initial }
+        guard let state = SecretServiceState(decoding: value) else {
+            throw SecError(SecStatus.decode, "the Secret Service state is malformed")
+        }
+        return state
+    }
+
+    // MARK: - Lock state
+
+    package func lockState() -> SecretServiceLockState {
+        let held = keychain.heldKeys()
+        return SecretServiceLockState(collectionsLocked: !held.classes.contains(.whenUnlocked), searchable: held.indexKey)
+    }
+
+    // MARK: - Collections and aliases
+
+    /// The collections and aliases. errSecInteractionNotAllowed when collections were created but the
+    /// key that seals their list is not held.
+    package func state() throws(SecError) -> SecretServiceState {
+        try withStorage(.readAttributes, reading: true) { storage in try loadState(storage) }
+    }
+
+    /// Creates a collection labelled `label`, or, when `alias` already names a collection, returns
+    /// that one (`created` false). A non-empty `alias` is set to the new collection.
+    package func createCollection(label: String, alias: String) throws(SecError)
+        -> (collection: SecretServiceCollection, created: Bool) {
+        guard label.utf8.count <= SecretServiceLimits.maxStringBytes else { throw .param("label too long") }
+        if !alias.isEmpty { try Self.validateIdentifier(alias, "alias") }
+        return try withStorage(.update) { storage in
+            var state = try loadState(storage)
+            if !alias.isEmpty, let id = state.aliases[alias], let existing = state.collection(id) {
+                return (existing, false)
+            }
+            guard state.collections.count <= SecretServiceLimits.maxCollections else {
+                throw SecError.param("at most \(SecretServiceLimits.maxCollections) collections")
+            }
+            let now = UInt64(max(0, Clock.now() + Clock.unixToReferenceDate))
+            let collection = SecretServiceCollection(id: Self.newIdentifier(for: label, taken: state),
+                                                     label: label, created: now, modified: now)
+            state.collections.append(collection)
+            if !alias.isEmpty { state.aliases[alias] = collection.id }
+            try storage.saveState(state.encoded)
+            return (collection, true)
+        }
+    }
+
+    /// Sets a collection's label.
+    package func setLabel(_ label: String, ofCollection id: String) throws(SecError) {
+        guard label.utf8.count <= SecretServiceLimits.maxStringBytes else { throw .param("label too long") }
+        try withStorage(.update) { storage in
+            var state = try loadState(storage)
+            guard let index = state.collections.firstIndex(where: { $0.id == id }) else { throw SecError.notFound }
+            try storage.requireUnlocked()
+            state.collections[index].label = label
+            state.collections[index].modified = UInt64(max(0, Clock.now() + Clock.unixToReferenceDate))
+            try storage.saveState(state.encoded)
+        }
+    }
+
+    /// Points alias `name` at collection `id`, or removes it when `id` is nil.
+    package func setAlias(_ name: String, to id: String?) throws(SecError) {
+        try Self.validateIdentifier(name, "alias")
+        try withStorage(.update) { storage in
+            var state = try loadState(storage)
+            if let id {
+                guard state.collection(id) != nil else { throw SecError.notFound }
+                guard state.aliases[name] != nil || state.aliases.count < SecretServiceLimits.maxAliases else {
+                    throw SecError.param("at most \(SecretServiceLimits.maxAliases) aliases")
+                }
+                state.aliases[name] = id
+            } else {
+                state.aliases[name] = nil
+            }
+            try storage.saveState(state.encoded)
+        }
+    }
+
+    /// Deletes a collection other than `login` with all its items, in one transaction; returns the
+    /// ids of the deleted items.
+    package func deleteCollection(_ id: String) throws(SecError) -> [[UInt8]] {
+        guard id != Self.login else {
+            throw SecError(SecStatus.unimplemented, "the login collection is the keychain and cannot be deleted")
+        }
+        return try withStorage(.delete) { storage in
+            var state = try loadState(storage)
+            guard state.collection(id) != nil else { throw SecError.notFound }
+            state.collections.removeAll { $0.id == id }
+            state.aliases = state.aliases.filter { $0.value != id }
+            return try storage.deleteItems(ofCollection: id, savingState: state.encoded)
+        }
+    }
+}
