@@ -138,6 +138,7 @@ struct ItemRules {
             guard !ids.isEmpty else { throw SecError.notFound }
             _ = try store.delete(ids: ids)
             if query.itemClass == .genericPassword { for ref in refs { onChange?(.deleted(ref)) } }
+            if query.itemClass == .key { for ref in refs { keys.privateKeys.remove(ref: ref) } }
         } catch {
             throw EngineErrors.map(error)
         }

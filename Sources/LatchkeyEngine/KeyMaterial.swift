@@ -113,7 +113,14 @@ enum KeyMaterial {
     /// A private-key operation on a stored key's material.
     static func perform(_ operation: KeyOperation, algorithm: String, input: [UInt8], exchange: ExchangeParameters,
                         material: [UInt8], keyType: Int64, keyClass: Int64) throws(SecError) -> [UInt8] {
-        let key = try key(material, keyType: keyType, keyClass: keyClass, stored: true)
+        if operation == .export { return material }
+        return try perform(operation, algorithm: algorithm, input: input, exchange: exchange,
+                           key: key(material, keyType: keyType, keyClass: keyClass, stored: true), keyType: keyType)
+    }
+
+    /// A sign, decrypt or exchange operation with an imported key (export needs the stored bytes).
+    static func perform(_ operation: KeyOperation, algorithm: String, input: [UInt8], exchange: ExchangeParameters,
+                        key: AsymmetricKey, keyType: Int64) throws(SecError) -> [UInt8] {
         do {
             switch operation {
             case .sign:
@@ -134,7 +141,7 @@ enum KeyMaterial {
                 return try key.keyExchange(algorithm, with: peer, requestedSize: exchange.requestedSize,
                                            sharedInfo: exchange.sharedInfo).withUnsafeBytes { Array($0) }
             case .export:
-                return material
+                throw SecError(SecStatus.internalComponent, "export needs the stored key bytes")
             }
         } catch let error as SecError {
             throw error

@@ -38,15 +38,22 @@ enum KeyOperations {
         var accessKind: AccessKind { operation == .export ? .readData : .useKey }
     }
 
-    /// A stored key's bytes, opened for one operation; whoever holds it wipes `material`.
+    /// A key item opened for one operation: its private key already imported (from the cache), or
+    /// its stored bytes, which whoever holds them wipes.
     struct OpenedKey {
         var material: [UInt8]
         var keyType: Int64
         var keyClass: Int64
+        var imported: AsymmetricKey?
+        /// The item, for keeping the key it imports (`keep`).
+        var ref: [UInt8]
+        var sealedSecret: [UInt8]
+        var protection: ProtectionClass
     }
 
     /// Opens the key item a request names (mutex held). Its class key must be held
-    /// (errSecInteractionNotAllowed otherwise), as for reading the item.
+    /// (errSecInteractionNotAllowed otherwise), as for reading the item. The item is found, opened and
+    /// checked on every use; only the import of its private key is skipped when it is cached.
     static func open(_ request: Request, in items: ItemRules) throws(SecError) -> OpenedKey {
         var query = ItemQuery(itemClass: .key, limit: .one)
         query.persistentRef = request.ref
@@ -60,14 +67,43 @@ enum KeyOperations {
         if request.operation != .export, keyClass != KeyReference.classPrivate {
             throw SecError(SecStatus.param, "\(request.operation.rawValue) needs a private key")
         }
-        return OpenedKey(material: try ItemSealer.openSecret(item), keyType: keyType, keyClass: keyClass)
+        var opened = OpenedKey(material: [], keyType: keyType, keyClass: keyClass, imported: nil,
+                               ref: item.persistentRef, sealedSecret: item.row.secret, protection: item.protection)
+        if request.operation != .export,
+           let cached = items.keys.privateKeys.key(ref: item.persistentRef, sealedSecret: item.row.secret) {
+            opened.imported = cached
+        } else {
+            opened.material = try ItemSealer.openSecret(item)
+        }
+        return opened
     }
 
-    /// Performs the operation on an opened key (without the mutex).
-    static func perform(_ request: Request, with key: OpenedKey) throws(SecError) -> SecValue {
-        .data(try KeyMaterial.perform(request.operation, algorithm: request.algorithm, input: request.input,
-                                      exchange: request.exchange, material: key.material, keyType: key.keyType,
-                                      keyClass: key.keyClass))
+    /// Performs the operation on an opened key (without the mutex). Returns the result and, when the
+    /// key was imported for it, the imported key for `keep`.
+    static func perform(_ request: Request, with key: OpenedKey) throws(SecError) -> (SecValue, AsymmetricKey?) {
+        if request.operation == .export {
+            return (.data(try KeyMaterial.perform(request.operation, algorithm: request.algorithm, input: request.input,
+                                                  exchange: request.exchange, material: key.material,
+                                                  keyType: key.keyType, keyClass: key.keyClass)), nil)
+        }
+        let imported: AsymmetricKey
+        if let cached = key.imported {
+            imported = cached
+        } else {
+            imported = try KeyMaterial.key(key.material, keyType: key.keyType, keyClass: key.keyClass, stored: true)
+        }
+        let result = try KeyMaterial.perform(request.operation, algorithm: request.algorithm, input: request.input,
+                                             exchange: request.exchange, key: imported, keyType: key.keyType)
+        return (.data(result), key.imported == nil ? imported : nil)
+    }
+
+    /// Keeps a key imported for `opened` in the cache (mutex held), only while the item's class key is
+    /// still held: a lock that came during the operation has already emptied the cache for that
+    /// class, and must not be undone here.
+    static func keep(_ imported: AsymmetricKey, for opened: OpenedKey, keys: KeyState) {
+        guard keys.isAvailable(opened.protection) else { return }
+        keys.privateKeys.insert(imported, ref: opened.ref, sealedSecret: opened.sealedSecret,
+                                protection: opened.protection)
     }
 
     /// A generated key pair, as the add requests that store it.

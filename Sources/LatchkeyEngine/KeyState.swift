@@ -11,6 +11,9 @@ struct KeyState {
     private var classKeys: [ProtectionClass: SecretBytes] = [:]
     /// HMAC key for the lookup and uniqueness hashes; available exactly while AfterFirstUnlock is.
     private(set) var indexKey: SecretBytes?
+    /// Private keys imported for key operations, each dropped with the class key of its item (shared
+    /// by every copy of this state: see `PrivateKeyCache`).
+    let privateKeys = PrivateKeyCache()
 
     /// HKDF label of the index key; part of the on-disk format (docs/STORE.md, "Keys").
     static let indexKeyInfo = Array("latchkey index v1".utf8)
@@ -48,11 +51,14 @@ struct KeyState {
             if all || cls.isWhenUnlockedFamily { dropped = classKeys.removeValue(forKey: cls) != nil || dropped }
         }
         if classKeys[.afterFirstUnlock] == nil { indexKey = nil }
+        let held = classKeys
+        privateKeys.removeAll { held[$0] == nil }
         return dropped
     }
 
     mutating func dropEverything() {
         classKeys.removeAll()
         indexKey = nil
+        privateKeys.removeAll()
     }
 }

@@ -83,7 +83,11 @@ public final class Keychain: @unchecked Sendable {
         // Only opening the item needs the mutex; the cryptography runs outside it.
         var key = try withItems { items throws(SecError) in try KeyOperations.open(operation, in: items) }
         defer { SecretBytes.wipe(&key.material) }
-        return try KeyOperations.perform(operation, with: key)
+        let (result, imported) = try KeyOperations.perform(operation, with: key)
+        if let imported {
+            _ = try? withItems { items throws(SecError) in KeyOperations.keep(imported, for: key, keys: items.keys) }
+        }
+        return result
     }
 
     /// `SecKeyCreateRandomKey` for a key stored at once (see `KeyOperations.generate`); returns the

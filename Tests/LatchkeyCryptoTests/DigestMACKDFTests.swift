@@ -33,6 +33,50 @@ final class DigestMACKDFTests: XCTestCase {
                        "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
     }
 
+    /// The keyed context gives RFC 4231's answers (cases 1, 2 and 6: a key longer than the block,
+    /// which HMAC hashes first), the same as the one-shot function, again and again from one key.
+    func testHMACKeyRFC4231() throws {
+        let key1 = try HMACKey(secret([UInt8](repeating: 0x0b, count: 20)))
+        for _ in 0..<3 {
+            XCTAssertEqual(hex(try key1.sha256(Array("Hi There".utf8))),
+                           "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
+        }
+        let key2 = try HMACKey(secret(Array("Jefe".utf8)))
+        let data2 = Array("what do ya want for nothing?".utf8)
+        XCTAssertEqual(hex(try data2.withUnsafeBytes { try key2.sha256($0) }),
+                       "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        let key6 = try HMACKey(secret([UInt8](repeating: 0xaa, count: 131)))
+        XCTAssertEqual(hex(try key6.sha256(Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8))),
+                       "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+        XCTAssertEqual(hex(try HMACKey(SecretBytes(count: 0)).sha256([])),
+                       "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        // Messages of every length up to two blocks agree with the one-shot function.
+        let raw = secret((0..<32).map { UInt8($0) })
+        let keyed = try HMACKey(raw)
+        for length in 0...130 {
+            let message = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            XCTAssertEqual(try keyed.sha256(message), try HMAC.sha256(key: raw, message), "length \(length)")
+        }
+    }
+
+    /// One keyed context used from many threads at once: each MAC works on its own duplicate.
+    func testHMACKeyConcurrentUse() throws {
+        let key = try HMACKey(secret([UInt8](repeating: 0x0b, count: 20)))
+        let expected = try key.sha256(Array("Hi There".utf8))
+        let failures = Counter()
+        DispatchQueue.concurrentPerform(iterations: 32) { i in
+            for _ in 0..<100 {
+                let message = [UInt8](repeating: UInt8(i), count: i)
+                guard (try? key.sha256(Array("Hi There".utf8))) == expected,
+                      (try? key.sha256(message)).map({ $0.count == 32 }) == true else {
+                    failures.increment()
+                    continue
+                }
+            }
+        }
+        XCTAssertEqual(failures.value, 0)
+    }
+
     /// RFC 5869 test case 1 (salt and info) and test case 3 (empty salt and info, as the keybag uses).
     func testHKDFRFC5869() throws {
         let ikm = secret([UInt8](repeating: 0x0b, count: 22))
