@@ -42,7 +42,7 @@ enum ItemSealer {
     /// Seals an item into a new store row.
     static func seal(
         ref: [UInt8], itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool,
-        attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: SecretBytes,
+        attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: IndexKey,
         secretService: SecretServiceData? = nil
     ) throws -> NewRow {
         try seal(ref: ref, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
@@ -62,7 +62,7 @@ enum ItemSealer {
     /// a nonce used twice under one key would break GCM.
     static func seal(
         ref: [UInt8], itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool,
-        attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: SecretBytes,
+        attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: IndexKey,
         secretService: SecretServiceData?, itemKey: SecretBytes, nonces: Nonces?
     ) throws -> NewRow {
         let wrapped = try AES256GCM.seal(itemKey, key: classKey,
@@ -139,13 +139,13 @@ enum ItemSealer {
     // MARK: - Keyed hashes
 
     /// The hash of one attribute value, as stored in the item index and computed for queries.
-    static func attributeHash(_ spec: AttributeSpec, _ value: SecValue, indexKey: SecretBytes) throws -> [UInt8] {
-        try HMAC.sha256(key: indexKey, [0x41] + AttributeValue.canonicalBytes(spec, value)) // "A"
+    static func attributeHash(_ spec: AttributeSpec, _ value: SecValue, indexKey: IndexKey) throws -> [UInt8] {
+        try indexKey.hash([0x41] + AttributeValue.canonicalBytes(spec, value)) // "A"
     }
 
     /// The uniqueness hash over the class's primary-key attributes, in schema order, followed by a
     /// Secret Service item's discriminator when it has one (docs/SECRET-SERVICE.md §3).
-    static func uniqueHash(itemClass: ItemClass, attributes: SecDictionary, indexKey: SecretBytes,
+    static func uniqueHash(itemClass: ItemClass, attributes: SecDictionary, indexKey: IndexKey,
                            discriminator: [UInt8]? = nil) throws -> [UInt8] {
         var input: [UInt8] = [0x55, itemClass.rawValue] // "U"
         for spec in itemClass.primaryKey {
@@ -160,12 +160,12 @@ enum ItemSealer {
             input += bytes
         }
         if let discriminator { input += discriminator }
-        return try HMAC.sha256(key: indexKey, input)
+        return try indexKey.hash(input)
     }
 
     /// The index hashes of every attribute except those kept as plaintext columns (`pdmn`, `sync`),
     /// and for generic passwords the Secret Service hashes (docs/SECRET-SERVICE.md §2).
-    static func indexHashes(itemClass: ItemClass, attributes: SecDictionary, indexKey: SecretBytes,
+    static func indexHashes(itemClass: ItemClass, attributes: SecDictionary, indexKey: IndexKey,
                             secretService: SecretServiceData? = nil) throws -> [[UInt8]] {
         var hashes: [[UInt8]] = []
         for (name, value) in attributes where name != SecAttr.accessible && name != SecAttr.synchronizable {

@@ -10,7 +10,7 @@ import LatchkeySecrets
 struct KeyState {
     private var classKeys: [ProtectionClass: SecretBytes] = [:]
     /// HMAC key for the lookup and uniqueness hashes; available exactly while AfterFirstUnlock is.
-    private(set) var indexKey: SecretBytes?
+    private(set) var indexKey: IndexKey?
     /// Private keys imported for key operations, each dropped with the class key of its item (shared
     /// by every copy of this state: see `PrivateKeyCache`).
     let privateKeys = PrivateKeyCache()
@@ -25,7 +25,7 @@ struct KeyState {
     }
 
     /// The index key, or errSecInteractionNotAllowed.
-    func requireIndexKey() throws(SecError) -> SecretBytes {
+    func requireIndexKey() throws(SecError) -> IndexKey {
         guard let indexKey else { throw SecError.locked }
         return indexKey
     }
@@ -38,7 +38,7 @@ struct KeyState {
     mutating func install(_ keys: [ProtectionClass: SecretBytes]) throws {
         for (cls, key) in keys { classKeys[cls] = key }
         if indexKey == nil, let afterFirstUnlock = classKeys[.afterFirstUnlock] {
-            indexKey = try HKDF.sha256(ikm: afterFirstUnlock, salt: [], info: KeyState.indexKeyInfo, count: 32)
+            indexKey = try IndexKey(afterFirstUnlock: afterFirstUnlock)
         }
     }
 

@@ -274,23 +274,23 @@ package enum SecretServiceMapping {
     // MARK: Keyed hashes
 
     /// `HMAC(index key, "S" ‖ u32 len(name) ‖ name ‖ u32 len(value) ‖ value)`.
-    static func pairHash(_ pair: SecretAttributes.Pair, indexKey: SecretBytes) throws -> [UInt8] {
+    static func pairHash(_ pair: SecretAttributes.Pair, indexKey: IndexKey) throws -> [UInt8] {
         var input: [UInt8] = [0x53]
         appendField(Array(pair.name.utf8), to: &input)
         appendField(Array(pair.value.utf8), to: &input)
-        return try HMAC.sha256(key: indexKey, input)
+        return try indexKey.hash(input)
     }
 
     /// `HMAC(index key, "C" ‖ u32 len(id) ‖ id)`.
-    static func collectionHash(_ collection: String, indexKey: SecretBytes) throws -> [UInt8] {
+    static func collectionHash(_ collection: String, indexKey: IndexKey) throws -> [UInt8] {
         var input: [UInt8] = [0x43]
         appendField(Array(collection.utf8), to: &input)
-        return try HMAC.sha256(key: indexKey, input)
+        return try indexKey.hash(input)
     }
 
     /// The index hashes a genp item carries for Secret Service: every pair of its attribute map (or
     /// of its view), and its collection's hash unless it is in `login`.
-    static func indexHashes(attributes: SecDictionary, sealed: SecretServiceData?, indexKey: SecretBytes) throws
+    static func indexHashes(attributes: SecDictionary, sealed: SecretServiceData?, indexKey: IndexKey) throws
         -> [[UInt8]] {
         let data = data(of: attributes, sealed: sealed)
         var hashes = try data.attributes.pairs.map { try pairHash($0, indexKey: indexKey) }

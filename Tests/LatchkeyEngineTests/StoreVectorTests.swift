@@ -103,8 +103,13 @@ final class StoreVectorTests: XCTestCase {
 
     func testIndexKeyIsHKDFOfTheAfterFirstUnlockClassKey() throws {
         XCTAssertEqual(KeyState.indexKeyInfo, Array("latchkey index v1".utf8))
+        // The engine keeps the index key only as a keyed HMAC context; it is the vector's key exactly when
+        // it computes the same MACs as that key (checked on an input and its neighbour).
         let indexKey = try keyState().requireIndexKey()
-        XCTAssertEqual(hexString(indexKey.unsafeCopyToArray()), try XCTUnwrap(loadDocument()["index_key_hex"] as? String))
+        let expected = SecretBytes(copying: hexBytes(try XCTUnwrap(loadDocument()["index_key_hex"] as? String)))
+        for input in [Array("latchkey".utf8), Array("latchkez".utf8), []] {
+            XCTAssertEqual(try indexKey.hash(input), try HMAC.sha256(key: expected, input))
+        }
     }
 
     /// (a) The fixed blobs open with the fixed keys through the engine's own path, to the given values.
@@ -182,7 +187,7 @@ final class StoreVectorTests: XCTestCase {
             let uniqueHash = try ItemSealer.uniqueHash(itemClass: v.itemClass, attributes: v.attributes, indexKey: indexKey,
                                                        discriminator: discriminator)
             XCTAssertEqual(uniqueHash, try v.bytes("unique_hash_hex"), "\(v.name): U hash")
-            XCTAssertEqual(try HMAC.sha256(key: indexKey, try v.bytes("unique_input_hex")), uniqueHash, "\(v.name): U input")
+            XCTAssertEqual(try indexKey.hash(try v.bytes("unique_input_hex")), uniqueHash, "\(v.name): U input")
         }
     }
 
