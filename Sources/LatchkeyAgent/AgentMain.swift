@@ -57,6 +57,7 @@ public enum AgentMain {
         var serveSecretService = true
         var activation = false
         var prompterFromOption = false
+        if arguments.contains("--secret-service-activation") { ignoreActivationEnvironment() }
         var prompter = AgentEndpoint.environment("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
             ?? PinentryPrompter(command: ["pinentry"])
         var policy = LockPolicy.Settings()
@@ -202,6 +203,21 @@ public enum AgentMain {
         if pid > 0 { _exit(0) }
         setsid()
         chdir("/")
+    }
+
+    /// Settings an agent started by D-Bus activation never takes from its environment: any client of
+    /// the session bus can change the activation environment (`UpdateActivationEnvironment`), and none
+    /// of them may weaken the agent (a day-long screen-lock grace, no idle lock, a log that rotates
+    /// away at once, a tiny Secret Service session cap). The .service file's command line sets them.
+    /// `LATCHKEY_PROMPTER` is handled where the prompter is chosen (`--prompter` may replace it).
+    static let activationIgnoredEnvironment = ["LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_LOG_LIMIT",
+                                                "LATCHKEY_MAX_SESSIONS"]
+
+    private static func ignoreActivationEnvironment() {
+        for name in activationIgnoredEnvironment where getenv(name) != nil {
+            unsetenv(name)
+            AgentLog.warning("ignoring \(name): started by D-Bus activation (use the option in the .service file)")
+        }
     }
 
     /// Tells a client that started us that the socket is listening: it passed the write end of a pipe

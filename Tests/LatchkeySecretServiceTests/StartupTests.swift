@@ -80,10 +80,23 @@ final class StartupTests: SecretServiceTestCase {
         try createKeychain(waitForName: false)
         stopAgent()
         AgentClient.shared.resetConnection()
+        // Any client of the bus can change what activated services start with, as malware running as
+        // the user would, to keep a locked screen from ever locking the keychain: the agent ignores it.
+        let update = try TestProcess.run("/usr/bin/dbus-update-activation-environment",
+                                         ["LATCHKEY_LOCK_GRACE=86400", "LATCHKEY_LOG_LIMIT=1", "LATCHKEY_MAX_SESSIONS=1"])
+        XCTAssertEqual(update.status, 0, update.err)
 
         XCTAssertEqual(try secretTool(["store", "--label", "x", "service", "act2", "account", "b"], input: "v").status,
                        0, agentLog())
         XCTAssertNotNil(agentPID(), "the activated process is the agent")
+        // An activated agent's standard error is the bus daemon's.
+        let activatedLog = (try? String(contentsOfFile: activation.directory + "/daemon.log", encoding: .utf8)) ?? ""
+        for name in ["LATCHKEY_LOCK_GRACE", "LATCHKEY_LOG_LIMIT", "LATCHKEY_MAX_SESSIONS"] {
+            XCTAssertTrue(activatedLog.contains("ignoring \(name): started by D-Bus activation"), activatedLog)
+        }
+        // The session cap of 1 was not taken: a second session opens.
+        XCTAssertEqual(try secretTool(["lookup", "service", "act2", "account", "b"]).out, "v", agentLog())
+        XCTAssertEqual(try secretTool(["lookup", "service", "act2", "account", "b"]).out, "v", agentLog())
         let client = try BusConnection(.address(activation.address))
         defer { client.close() }
         XCTAssertEqual(try owner(client), agentPID())
