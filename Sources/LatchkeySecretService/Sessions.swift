@@ -37,14 +37,15 @@ final class SessionRegistry {
     }
 
     private var sessions: [UInt64: Session] = [:]
+    /// Open sessions per owner, so the per-client cap is checked without scanning every session.
+    private var perOwner: [String: Int] = [:]
     private var next: UInt64 = 1
 
     var count: Int { sessions.count }
 
     /// `OpenSession(algorithm, input)`: the output to return and the new session's path.
     func open(algorithm: String, input: BusValue, owner: String) throws(BusError) -> (output: BusValue, path: String) {
-        guard sessions.count < Self.maxTotal,
-              sessions.values.filter({ $0.owner == owner }).count < Self.maxPerClient else {
+        guard sessions.count < Self.maxTotal, perOwner[owner, default: 0] < Self.maxPerClient else {
             throw BusError(name: SS.ErrorName.limitsExceeded, message: "too many open sessions; close some first")
         }
         let transfer: Transfer
@@ -72,6 +73,7 @@ final class SessionRegistry {
         let n = next
         next += 1
         sessions[n] = Session(owner: owner, transfer: transfer)
+        perOwner[owner, default: 0] += 1
         return (.variant(output), ObjectPath.sessionPath(n))
     }
 
@@ -85,11 +87,16 @@ final class SessionRegistry {
 
     func exists(_ n: UInt64, caller: String) -> Bool { sessions[n]?.owner == caller }
 
-    func close(_ n: UInt64) { sessions[n] = nil }
+    func close(_ n: UInt64) {
+        guard let closed = sessions.removeValue(forKey: n) else { return }
+        let left = perOwner[closed.owner, default: 1] - 1
+        perOwner[closed.owner] = left > 0 ? left : nil
+    }
 
     /// Closes every session of a connection that left the bus.
     func closeAll(owner: String) {
         sessions = sessions.filter { $0.value.owner != owner }
+        perOwner[owner] = nil
     }
 
     /// A secret as the `(oayays)` struct for `session`. In a `plain` session the value shares the
