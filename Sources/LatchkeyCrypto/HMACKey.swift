@@ -13,7 +13,8 @@ import LatchkeySecrets
 /// The keyed context holds the pads derived from the key, which are as secret as the key. It is
 /// freed, and OpenSSL clears it (`HMAC_CTX_free` cleanses its digest contexts), when the last
 /// reference to this object goes away: the engine drops its reference whenever it drops the class
-/// key the index key comes from. The key bytes themselves are not kept.
+/// key the index key comes from. OpenSSL 3's HMAC also keeps a copy of the key bytes in the context
+/// (and in each duplicate); it frees them with `OPENSSL_secure_clear_free`, so they are cleared too.
 ///
 /// Thread-safe: the keyed context is only ever read (duplicated), and each MAC works on its own copy.
 public final class HMACKey: @unchecked Sendable {

@@ -111,14 +111,15 @@ struct Identities {
     func delete(_ query: ItemQuery) throws(SecError) {
         let store = items.store
         do {
-            var pairs: [(certificate: OpenItem, keys: [Int64])] = []
+            var pairs: [(certificate: OpenItem, keys: [RowHeader])] = []
             for certificate in try items.find(Self.certificateHalf(of: query), limit: nil) {
-                let keys = try privateKeyIDs(for: certificate, filters: query.keyAttributes)
+                let keys = try privateKeyHeaders(for: certificate, filters: query.keyAttributes)
                 if !keys.isEmpty { pairs.append((certificate, keys)) }
             }
             guard !pairs.isEmpty else { throw SecError.notFound }
             let certificateIDs = Set(pairs.map(\.certificate.id))
             var keyIDs: Set<Int64> = []
+            var keyRefs: [[UInt8]] = []
             for pair in pairs {
                 if query.persistentRef != nil || query.reference != nil {
                     // Keep a key that another certificate still forms an identity with.
@@ -129,16 +130,18 @@ struct Identities {
                                                                            limit: nil))
                     if sharing.contains(where: { !certificateIDs.contains($0.id) }) { continue }
                 }
-                keyIDs.formUnion(pair.keys)
+                keyIDs.formUnion(pair.keys.map(\.id))
+                keyRefs += pair.keys.map(\.persistentRef)
             }
             _ = try store.delete(ids: Array(certificateIDs) + Array(keyIDs))
+            for ref in keyRefs { items.keys.privateKeys.remove(ref: ref) }
         } catch {
             throw EngineErrors.map(error)
         }
     }
 
     /// The rows of the private keys joined to a certificate, by keyed hashes only.
-    private func privateKeyIDs(for certificate: OpenItem, filters: SecDictionary) throws -> [Int64] {
+    private func privateKeyHeaders(for certificate: OpenItem, filters: SecDictionary) throws -> [RowHeader] {
         guard case .data(let hash)? = certificate.attributes[SecAttr.publicKeyHash], !hash.isEmpty else { return [] }
         var keyQuery = ItemQuery(itemClass: .key, limit: .all)
         keyQuery.attributes = filters
@@ -146,7 +149,7 @@ struct Identities {
         keyQuery.attributes[SecAttr.keyClass] = .int(KeyReference.classPrivate)
         keyQuery.synchronizable = nil
         return try items.store.headers(matching: items.filter(for: keyQuery, hashes: try items.queryHashes(keyQuery),
-                                                              limit: nil)).map(\.id)
+                                                              limit: nil))
     }
 
     /// The changes of an identity update, split between its certificate and its key.

@@ -148,6 +148,7 @@ struct ItemRules {
 
     func rewrite(_ item: OpenItem, with changes: AttributeChanges) throws {
         if item.itemClass == .key, !item.isExtractable { try Self.checkKeptIn(item, changes) }
+        if item.itemClass == .key { keys.privateKeys.remove(ref: item.persistentRef) }
         let protection = changes.protection ?? item.protection
         let classKey = try keys.key(for: protection)
         let indexKey = try keys.requireIndexKey()

@@ -98,12 +98,14 @@ enum KeyOperations {
     }
 
     /// Keeps a key imported for `opened` in the cache (mutex held), only while the item's class key is
-    /// still held: a lock that came during the operation has already emptied the cache for that
-    /// class, and must not be undone here.
-    static func keep(_ imported: AsymmetricKey, for opened: OpenedKey, keys: KeyState) {
-        guard keys.isAvailable(opened.protection) else { return }
-        keys.privateKeys.insert(imported, ref: opened.ref, sealedSecret: opened.sealedSecret,
-                                protection: opened.protection)
+    /// still held and the item still holds the very key it was imported from: a lock, a delete or an
+    /// update that came during the operation has already emptied the cache of it, and must not be
+    /// undone here.
+    static func keep(_ imported: AsymmetricKey, for opened: OpenedKey, in items: ItemRules) {
+        guard items.keys.isAvailable(opened.protection),
+              (try? items.store.row(persistentRef: opened.ref))??.secret == opened.sealedSecret else { return }
+        items.keys.privateKeys.insert(imported, ref: opened.ref, sealedSecret: opened.sealedSecret,
+                                      protection: opened.protection)
     }
 
     /// A generated key pair, as the add requests that store it.

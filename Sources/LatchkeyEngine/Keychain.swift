@@ -85,7 +85,7 @@ public final class Keychain: @unchecked Sendable {
         defer { SecretBytes.wipe(&key.material) }
         let (result, imported) = try KeyOperations.perform(operation, with: key)
         if let imported {
-            _ = try? withItems { items throws(SecError) in KeyOperations.keep(imported, for: key, keys: items.keys) }
+            _ = try? withItems { items throws(SecError) in KeyOperations.keep(imported, for: key, in: items) }
         }
         return result
     }
@@ -93,14 +93,37 @@ public final class Keychain: @unchecked Sendable {
     /// `SecKeyCreateRandomKey` for a key stored at once (see `KeyOperations.generate`); returns the
     /// private key's reference.
     public func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
-        var (pair, privateMaterial) = try KeyOperations.generate(parameters)
-        defer { SecretBytes.wipe(&privateMaterial) }
-        try gate.admit(&pair.privateRequest, caller: caller)
-        if var publicRequest = pair.publicRequest {
-            try gate.admit(&publicRequest, caller: caller)
-            pair.publicRequest = publicRequest
+        var privateMaterial: [UInt8] = []
+        #if DEBUG
+        var generated: UInt?
+        #endif
+        defer {
+            #if DEBUG
+            // The requests share the key's buffer; the wipe reaches it only once they are gone (a wipe of
+            // a shared array zeroes a fresh copy instead). Tests run debug builds, so a regression fails there.
+            privateMaterial.withUnsafeMutableBufferPointer {  // mutable: a shared buffer is copied here
+                assert(generated == nil || UInt(bitPattern: $0.baseAddress) == generated,
+                       "generateKey: the private key's buffer is still shared when it is wiped")
+            }
+            #endif
+            SecretBytes.wipe(&privateMaterial)
         }
-        return try withItems { [pair] items throws(SecError) in try KeyOperations.store(pair, in: items) }
+        // `pair` lives in this scope only, so it is released before the deferred wipe runs.
+        let reference: SecValue
+        do {
+            var pair: KeyOperations.GeneratedPair
+            (pair, privateMaterial) = try KeyOperations.generate(parameters)
+            #if DEBUG
+            generated = privateMaterial.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+            #endif
+            try gate.admit(&pair.privateRequest, caller: caller)
+            if var publicRequest = pair.publicRequest {
+                try gate.admit(&publicRequest, caller: caller)
+                pair.publicRequest = publicRequest
+            }
+            reference = try withItems { [pair] items throws(SecError) in try KeyOperations.store(pair, in: items) }
+        }
+        return reference
     }
 
     /// Calls `observer` after every SecItem change of a generic password, so the Secret Service can

@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import XCTest
 @testable import LatchkeyEngine
 import LatchkeyCrypto
@@ -101,5 +103,86 @@ final class PrivateKeyCacheTests: XCTestCase {
         XCTAssertNil(cache.key(ref: [0], sealedSecret: [2]), "another sealed secret is another key")
         cache.removeAll { $0 == .whenUnlocked }
         XCTAssertEqual(cache.count, 0)
+    }
+
+    /// Deleting an identity deletes its private key, and with it the key's cached import.
+    func testAnIdentityDeleteForgetsItsKey() throws {
+        let directory = NSTemporaryDirectory() + "latchkey-cache-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "\(directory)/k.pem"])
+        try openssl(["req", "-x509", "-new", "-key", "\(directory)/k.pem", "-subj", "/CN=cache", "-days", "2",
+                     "-outform", "DER", "-out", "\(directory)/c.der"])
+        let key = try AsymmetricKey(pem: SecretBytes(copying: Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/k.pem")))))
+        let der = Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/c.der")))
+        let (keychain, _) = try makeKeychain()
+        let keyReference = KeyReference(keyType: KeyReference.typeEC, keyClass: KeyReference.classPrivate, sizeInBits: 256,
+                                        publicKey: key.publicKeyBytes,
+                                        material: try key.externalRepresentation().withUnsafeBytes { Array($0) })
+        let identity = ItemReference.identity(certificate: CertificateReference(der: der), key: keyReference)
+        _ = try keychain.add(["class": .string(SecKeys.classIdentity), SecKeys.valueRef: identity.secValue, "pdmn": .string("ak")])
+        guard case .data(let ref)? = try keychain.copy(["class": .string("keys"), "r_PersistentRef": .bool(true)]) else {
+            return XCTFail("no key item")
+        }
+        _ = try keychain.keyOperation(signRequest(ref), caller: testCaller)
+        XCTAssertEqual(cached(keychain), 1)
+        try keychain.delete(["class": .string(SecKeys.classIdentity)])
+        XCTAssertEqual(status { _ = try keychain.copy(["class": .string("keys")]) }, SecStatus.itemNotFound)
+        XCTAssertEqual(cached(keychain), 0, "the deleted identity's private key must not stay imported")
+    }
+
+    /// An update of a key item forgets its import (the resealed key would never match it again).
+    func testAnUpdatedKeyIsForgotten() throws {
+        let (keychain, _) = try makeKeychain()
+        let ref = try generate(keychain, accessible: "ak")
+        _ = try keychain.keyOperation(signRequest(ref), caller: testCaller)
+        XCTAssertEqual(cached(keychain), 1)
+        try keychain.update(["class": .string("keys"), SecKeys.valuePersistentRef: .data(ref)], ["labl": .string("renamed")])
+        XCTAssertEqual(cached(keychain), 0)
+        XCTAssertEqual(status { _ = try keychain.keyOperation(signRequest(ref), caller: testCaller) }, 0)
+        XCTAssertEqual(cached(keychain), 1)
+    }
+
+    /// One cached RSA key signing from many threads at once: every signature verifies.
+    func testConcurrentSignaturesWithOneCachedKey() throws {
+        let (keychain, _) = try makeKeychain()
+        let value = try keychain.generateKey(
+            ["type": .int(KeyReference.typeRSA), "bsiz": .int(2048), "pdmn": .string("ak"),
+             "private": .dictionary(["perm": .int(1)])], caller: testCaller)
+        guard case .dictionary(let reference) = value, case .data(let ref)? = reference[SecKeys.valuePersistentRef] else {
+            return XCTFail("no persistent reference")
+        }
+        guard case .data(let publicKey)? = reference["pubk"] else { return XCTFail("no public key in \(reference)") }
+        let verifier = try AsymmetricKey(externalRepresentation: publicKey, algorithm: .rsa, isPrivate: false)
+        let algorithm = "algid:sign:RSA:message-PKCS1v15:SHA256"
+        let request = { @Sendable (message: [UInt8]) -> SecDictionary in
+            [KeyOperation.Field.key: .data(ref), KeyOperation.Field.operation: .string("sign"),
+             KeyOperation.Field.algorithm: .string(algorithm), KeyOperation.Field.input: .data(message)]
+        }
+        _ = try keychain.keyOperation(request([0]), caller: testCaller)
+        XCTAssertEqual(cached(keychain), 1)
+        let failures = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for i in 0..<20 {
+                let message: [UInt8] = [UInt8(thread), UInt8(i)]
+                guard case .data(let signature)? = try? keychain.keyOperation(request(message), caller: testCaller),
+                      (try? verifier.verify(.rsaSignatureMessagePKCS1v15SHA256, message, signature: signature)) == true
+                else {
+                    failures.add(1, ordering: .relaxed)
+                    continue
+                }
+            }
+        }
+        XCTAssertEqual(failures.load(ordering: .relaxed), 0)
+    }
+
+    private func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "openssl \(arguments)")
     }
 }
