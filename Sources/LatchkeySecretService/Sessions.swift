@@ -1,5 +1,5 @@
 import LatchkeyCrypto
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyEngine
 import LatchkeySecrets
 
