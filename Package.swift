@@ -17,7 +17,14 @@
 //     (still `public`: the engine's front, `Keychain`, `Caller` and their values, which the agent's and the
 //     Secret Service's public entry points name).
 //   Latchkey (public library) talks to the agent over LatchkeyWire and never holds a class key.
+//   LatchkeySystem (the lock, the condition, the thread starter, the environment, small files and local
+//   sockets on swift-system) imports nothing of ours, so any module may use it, LatchkeySecrets included.
+//   LatchkeyDBus (sd-bus) <- LatchkeyDesktop (the screen-lock watcher) <- LatchkeyAgent; LatchkeySecretService
+//   imports only the binding. The agent's socket server imports neither.
 import PackageDescription
+
+// swift-system's module, for the targets that name FileDescriptor, FilePath or Errno themselves.
+let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
 
 let package = Package(
     name: "latchkey",
@@ -33,6 +40,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // 1.7.0: FileDescriptor.stat() and FilePath.stat(followTargetSymlink:).
+        .package(url: "https://github.com/apple/swift-system", from: "1.7.0"),
     ],
     targets: [
         // System libraries, wrapped once each.
@@ -45,10 +54,15 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
 
-        .target(name: "LatchkeySecrets"),
+        // System primitives: Locked (the one plain lock) and Monitor (lock and condition), startDetachedThread,
+        // Environment, and on swift-system Files (no-follow reads, atomic replacement, FileIdentity) and
+        // LocalSocket. Imports nothing of ours.
+        .target(name: "LatchkeySystem", dependencies: [systemPackage]),
+        .target(name: "LatchkeySecrets", dependencies: ["LatchkeySystem"]),
         .target(name: "LatchkeyCrypto", dependencies: ["LatchkeySecrets", "COpenSSL", "CArgon2"]),
         .target(name: "LatchkeyModel", dependencies: ["LatchkeySecrets"]),
-        .target(name: "LatchkeyKeybag", dependencies: ["LatchkeyCrypto", "LatchkeyModel"]),
+        .target(name: "LatchkeyKeybag",
+                dependencies: ["LatchkeyCrypto", "LatchkeyModel", "LatchkeySystem", systemPackage]),
         .target(name: "LatchkeyStore", dependencies: ["CSQLite"]),
         // The value encoding (SecValue <-> bytes, its caps): the protocol's values and the store's sealed
         // attributes (docs/PROTOCOL.md §3, docs/STORE.md). Pure, so both formats can share it.
@@ -58,26 +72,32 @@ let package = Package(
         .target(name: "LatchkeyEngine",
                 dependencies: ["LatchkeyModel", "LatchkeyCodec", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore"]),
         // Frames on a socket and the socket's location; shared by the agent and the public library.
-        .target(name: "LatchkeyTransport", dependencies: ["LatchkeyWire", "LatchkeySecrets"]),
+        .target(name: "LatchkeyTransport", dependencies: ["LatchkeyWire", "LatchkeySecrets", "LatchkeySystem", systemPackage]),
         .target(name: "CLatchkeySystem"),
-        // sd-bus (libsystemd): the D-Bus connection wrapper and the screen-lock/sleep watcher. Knows
-        // nothing of keys; the agent turns its events into lock calls.
-        .target(name: "LatchkeyDesktop", dependencies: ["CSystemd"]),
+        // The D-Bus binding on sd-bus (libsystemd): connections with their loop threads, messages and values,
+        // and objects served from method tables. Knows nothing of keys or of the desktop.
+        .target(name: "LatchkeyDBus", dependencies: ["CSystemd", "LatchkeySystem"]),
+        // The screen-lock and sleep watcher (logind, screen savers) on the binding. Knows nothing of keys;
+        // the agent turns its events into lock calls.
+        .target(name: "LatchkeyDesktop",
+                dependencies: ["LatchkeyDBus", "LatchkeySystem", .product(name: "Logging", package: "swift-log")]),
         // The freedesktop.org Secret Service on the session bus (docs/SECRET-SERVICE.md): collections, aliases,
         // object paths and D-Bus objects; the engine stores and indexes its items (SecretServiceStorage).
         .target(name: "LatchkeySecretService",
-                dependencies: ["LatchkeyDesktop", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel", "LatchkeySecrets",
-                               .product(name: "Logging", package: "swift-log")]),
+                dependencies: ["LatchkeyDBus", "LatchkeySystem", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel",
+                               "LatchkeySecrets", .product(name: "Logging", package: "swift-log"),
+                               systemPackage]),
         // The agent's swift-log backend: its one-line format and the size cap on agent.log. Libraries take a
         // Logger; only latchkeyd bootstraps this handler.
-        .target(name: "LatchkeyLog", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        .target(name: "LatchkeyLog",
+                dependencies: ["LatchkeySystem", .product(name: "Logging", package: "swift-log"), systemPackage]),
         .target(name: "LatchkeyAgent",
                 dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
-                               "LatchkeySecretService", "CLatchkeySystem", "LatchkeyLog",
-                               .product(name: "Logging", package: "swift-log")]),
+                               "LatchkeySecretService", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
+                               .product(name: "Logging", package: "swift-log"), systemPackage]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
-                                                 "LatchkeyCrypto"]),
+                                                 "LatchkeyCrypto", "LatchkeySystem", systemPackage]),
         // LatchkeyCrypto only for file formats (PEM, DER, PKCS#8, PKCS#12) in import and export; every
         // keychain operation goes through the public library.
         .executableTarget(name: "latchkey", dependencies: [
@@ -85,6 +105,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        .testTarget(name: "LatchkeySystemTests", dependencies: ["LatchkeySystem", systemPackage]),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyKeybagTests", dependencies: ["LatchkeyKeybag"],
                     resources: [.copy("Vectors")]),
@@ -100,17 +121,21 @@ let package = Package(
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
         .testTarget(name: "LatchkeyEndToEndTests",
-                    dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDesktop",
+                    dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDBus",
                                    "LatchkeyTestSupport", "LatchkeyLog", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "LatchkeyDesktopTests", dependencies: ["LatchkeyDesktop", "LatchkeyTestSupport"]),
+        // The D-Bus binding, and the lock watcher, each on private dbus-daemons.
+        .testTarget(name: "LatchkeyDBusTests", dependencies: ["LatchkeyDBus", "LatchkeyTestSupport"]),
+        .testTarget(name: "LatchkeyDesktopTests",
+                    dependencies: ["LatchkeyDBus", "LatchkeyDesktop", "LatchkeyTestSupport",
+                                   .product(name: "Logging", package: "swift-log")]),
         // Secret Service against the real agent on a private dbus-daemon: secret-tool, Python secretstorage/keyring.
         // The Secret Service's collections, aliases and items on a keychain in a temporary directory, without D-Bus.
         .testTarget(name: "LatchkeySecretServiceUnitTests",
                     dependencies: ["LatchkeySecretService", "LatchkeyEngine", "LatchkeyModel", "LatchkeyCrypto", "LatchkeySecrets"]),
         .testTarget(name: "LatchkeySecretServiceTests",
-                    dependencies: ["Latchkey", "LatchkeyDesktop", "LatchkeySecretService", "LatchkeySecrets",
+                    dependencies: ["Latchkey", "LatchkeyDBus", "LatchkeySecretService", "LatchkeySecrets",
                                    "LatchkeyTestSupport"]),
         // Real PAM (pamtester, a test user) against pam/pam_latchkey.so and the built agent; needs root.
-        .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag", "LatchkeyDesktop", "LatchkeyTestSupport"]),
+        .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag", "LatchkeyDBus", "LatchkeyTestSupport"]),
     ]
 )

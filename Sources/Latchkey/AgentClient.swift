@@ -2,13 +2,15 @@
 import Glibc
 #endif
 import LatchkeyModel
+import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
+import SystemPackage
 
 /// The library's connection to the user's agent: one persistent connection per process, opened on first
 /// use, and the agent started on demand when nothing listens. Never holds a key: it only carries
 /// requests and responses.
-final class AgentClient: @unchecked Sendable {
+final class AgentClient: Sendable {
     static let shared = AgentClient()
 
     /// How long a client waits for an agent it started to signal readiness (it fails at once if the
@@ -19,18 +21,18 @@ final class AgentClient: @unchecked Sendable {
     /// hang the caller forever.
     static let responseTimeout: Duration = .seconds(30)
 
-    fileprivate var mutex = pthread_mutex_t()
-    private var fd: Int32 = -1
-
-    init() {
-        pthread_mutex_init(&mutex, nil)
-    }
+    /// The persistent connection's socket, or -1. Held for a whole request, so that requests from several
+    /// threads take turns on the one connection and each reply reaches the thread that asked.
+    fileprivate let connection = Locked<Int32>(-1)
 
     /// Sends one request and returns the agent's response. Any failure to reach the agent is a
     /// response with errSecNotAvailable and a message saying why.
     func send(_ request: Request) -> Response {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        connection.withLock { fd in exchange(request, on: &fd) }
+    }
+
+    /// `send` with the connection held.
+    private func exchange(_ request: Request, on fd: inout Int32) -> Response {
         var payload = request.encode()
         defer { payload.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         // The agent drops a connection whose frame exceeds its cap; fail here with a clear status instead.
@@ -40,20 +42,20 @@ final class AgentClient: @unchecked Sendable {
         }
         let reused = fd >= 0
         if !reused {
-            if let failure = connectOrStart() { return failure }
+            if let failure = connectOrStart(&fd) { return failure }
         }
         do {
             try FrameIO.writeFrame(payload, to: fd, deadline: .now + AgentClient.responseTimeout)
         } catch {
             // A persistent connection the agent has since closed (it restarted): nothing was delivered,
             // so connecting again and resending is safe.
-            disconnect()
+            disconnect(&fd)
             guard reused else { return unavailable("cannot send to the agent: \(error)") }
-            if let failure = connectOrStart() { return failure }
+            if let failure = connectOrStart(&fd) { return failure }
             do {
                 try FrameIO.writeFrame(payload, to: fd, deadline: .now + AgentClient.responseTimeout)
             } catch {
-                disconnect()
+                disconnect(&fd)
                 return unavailable("cannot send to the agent: \(error)")
             }
         }
@@ -63,12 +65,12 @@ final class AgentClient: @unchecked Sendable {
             return try Response.decode(wiping: &reply)
         } catch {
             // The request may or may not have been carried out: report, never resend.
-            disconnect()
+            disconnect(&fd)
             return unavailable("no answer from the agent: \(error)")
         }
     }
 
-    fileprivate func disconnect() {
+    fileprivate func disconnect(_ fd: inout Int32) {
         if fd >= 0 { close(fd) }
         fd = -1
     }
@@ -78,7 +80,7 @@ final class AgentClient: @unchecked Sendable {
     }
 
     /// Connects to the agent, starting it if nothing listens. Returns a failure response, or nil.
-    private func connectOrStart() -> Response? {
+    private func connectOrStart(_ fd: inout Int32) -> Response? {
         let endpoint = AgentEndpoint.current()
         if let connected = connect(endpoint.socketPath) {
             fd = connected
@@ -96,37 +98,17 @@ final class AgentClient: @unchecked Sendable {
 
     /// A connected socket, or nil when nothing listens (missing socket, refused, or not ours).
     private func connect(_ path: String) -> Int32? {
-        // Only a socket owned by us in a directory owned by us is trusted with our secrets.
-        var st = stat()
-        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFSOCK, st.st_uid == getuid() else { return nil }
-        let socketFD = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard socketFD >= 0 else { return nil }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(socketFD); return nil }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
-            close(socketFD)
-            return nil
-        }
-        return socketFD
+        // Only a socket owned by us in a directory owned by us is trusted with our secrets; lstat, so a
+        // symbolic link planted in its place is refused.
+        guard let info = try? FilePath(path).stat(followTargetSymlink: false), info.type == .socket,
+              info.userID.rawValue == getuid() else { return nil }
+        return try? LocalSocket.connect(to: path).rawValue
     }
 }
 
 extension AgentClient {
     /// Drops the persistent connection (tests switch between agents by changing the environment).
     func resetConnection() {
-        pthread_mutex_lock(&mutex)
-        disconnect()
-        pthread_mutex_unlock(&mutex)
+        connection.withLock { disconnect(&$0) }
     }
 }

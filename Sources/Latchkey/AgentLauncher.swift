@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
 
@@ -30,7 +31,7 @@ enum AgentLauncher {
         posix_spawn_file_actions_addopen(&actions, 2, endpoint.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 3) // dup2 clears FD_CLOEXEC on fd 3
 
-        var environment = currentEnvironment().filter {
+        var environment = Environment.entries().filter {
             !$0.hasPrefix("LATCHKEY_READY_FD=") && !$0.hasPrefix("LISTEN_PID=") && !$0.hasPrefix("LISTEN_FDS=")
         }
         environment.append("LATCHKEY_READY_FD=3")
@@ -60,7 +61,7 @@ enum AgentLauncher {
 
     /// `$LATCHKEYD`, else `latchkeyd` next to the running executable, else the first on PATH.
     static func agentExecutable() -> String? {
-        if let path = AgentEndpoint.environment("LATCHKEYD") {
+        if let path = Environment.value("LATCHKEYD") {
             return access(path, X_OK) == 0 ? path : nil
         }
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -72,21 +73,11 @@ enum AgentLauncher {
                 if access(candidate, X_OK) == 0 { return candidate }
             }
         }
-        for directory in (AgentEndpoint.environment("PATH") ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") {
+        for directory in (Environment.value("PATH") ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") {
             let candidate = String(directory) + "/latchkeyd"
             if access(candidate, X_OK) == 0 { return candidate }
         }
         return nil
-    }
-
-    private static func currentEnvironment() -> [String] {
-        var result: [String] = []
-        var pointer = environ
-        while let entry = pointer.pointee {
-            result.append(String(cString: entry))
-            pointer += 1
-        }
-        return result
     }
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {

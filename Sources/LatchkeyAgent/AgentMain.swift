@@ -6,6 +6,7 @@ import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyLog
 import LatchkeySecretService
+import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
 import Logging
@@ -58,19 +59,19 @@ public enum AgentMain {
         var activation = false
         var prompterFromOption = false
         if arguments.contains("--secret-service-activation") { ignoreActivationEnvironment() }
-        var prompter = AgentEndpoint.environment("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
+        var prompter = Environment.value("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
             ?? PinentryPrompter(command: ["pinentry"])
         var policy = LockPolicy.Settings()
         var logLimit = LogOutput.defaultLimit
-        if let value = AgentEndpoint.environment("LATCHKEY_LOG_LIMIT") {
+        if let value = Environment.value("LATCHKEY_LOG_LIMIT") {
             guard let bytes = Int(value), bytes >= 0 else { usageError("LATCHKEY_LOG_LIMIT=\(value) is not a number of bytes") }
             logLimit = bytes
         }
-        if let value = AgentEndpoint.environment("LATCHKEY_LOCK_GRACE") {
+        if let value = Environment.value("LATCHKEY_LOCK_GRACE") {
             guard let seconds = Double(value), seconds >= 0, seconds <= 86_400 else { usageError("LATCHKEY_LOCK_GRACE=\(value) is not a number of seconds") }
             policy.grace = seconds
         }
-        if let value = AgentEndpoint.environment("LATCHKEY_IDLE_LOCK") {
+        if let value = Environment.value("LATCHKEY_IDLE_LOCK") {
             guard let minutes = Double(value), minutes >= 0 else { usageError("LATCHKEY_IDLE_LOCK=\(value) is not a number of minutes") }
             policy.idleLimit = minutes > 0 ? minutes * 60 : nil
         }
@@ -118,7 +119,7 @@ public enum AgentMain {
             }
             index += 1
         }
-        if activation && !prompterFromOption && AgentEndpoint.environment("LATCHKEY_PROMPTER") != nil {
+        if activation && !prompterFromOption && Environment.value("LATCHKEY_PROMPTER") != nil {
             // Started by the bus: its activation environment can be changed by any client
             // (UpdateActivationEnvironment), so it must not choose who asks for the password.
             prompter = PinentryPrompter(command: ["pinentry"])
@@ -159,13 +160,7 @@ public enum AgentMain {
         if let warning = Hardening.mlockWarning() { AgentLog.warning(warning) }
         if watchDesktop {
             // Missing buses are logged once by the watcher and do not stop the agent.
-            desktopWatcher = LockWatcher(onEvent: { lockPolicy.handle($0) }, log: { level, message in
-                switch level {
-                case .debug: AgentLog.logger.debug("\(message)")
-                case .info: AgentLog.info(message)
-                case .warning: AgentLog.warning(message)
-                }
-            })
+            desktopWatcher = LockWatcher(onEvent: { lockPolicy.handle($0) }, log: AgentLog.logger)
             // Wait (briefly) until the signal matches are in place, so a lock right after start is seen.
             if desktopWatcher?.waitUntilReady(timeout: .seconds(2)) == false {
                 AgentLog.warning("the desktop buses did not answer within 2 s; watching them anyway")
@@ -184,14 +179,14 @@ public enum AgentMain {
 
     /// `$XDG_DATA_HOME/latchkey`, or `~/.local/share/latchkey`.
     public static func defaultKeychainDirectory() -> String {
-        if let data = AgentEndpoint.environment("XDG_DATA_HOME"), data.hasPrefix("/") {
+        if let data = Environment.value("XDG_DATA_HOME"), data.hasPrefix("/") {
             return data + "/latchkey"
         }
         return homeDirectory() + "/.local/share/latchkey"
     }
 
     static func homeDirectory() -> String {
-        if let home = AgentEndpoint.environment("HOME") { return home }
+        if let home = Environment.value("HOME") { return home }
         if let entry = getpwuid(getuid()), let dir = entry.pointee.pw_dir { return String(cString: dir) }
         return "/"
     }
@@ -223,7 +218,7 @@ public enum AgentMain {
     /// Tells a client that started us that the socket is listening: it passed the write end of a pipe
     /// in LATCHKEY_READY_FD and waits for one byte (or for EOF, if we die first).
     private static func signalReady() {
-        guard let value = AgentEndpoint.environment("LATCHKEY_READY_FD"), let fd = Int32(value), fd > 2 else { return }
+        guard let value = Environment.value("LATCHKEY_READY_FD"), let fd = Int32(value), fd > 2 else { return }
         unsetenv("LATCHKEY_READY_FD")
         var byte: UInt8 = 1
         _ = write(fd, &byte, 1)
@@ -241,9 +236,9 @@ public enum AgentMain {
     /// and holding it would keep that starter's reader waiting for an EOF that never comes.
     private static func closeInheritedDescriptors() {
         var keep: [Int32] = []
-        if let value = AgentEndpoint.environment("LATCHKEY_READY_FD"), let fd = Int32(value), fd > 2 { keep.append(fd) }
-        if AgentEndpoint.environment("LISTEN_PID").flatMap(Int32.init) == getpid(),
-           let count = AgentEndpoint.environment("LISTEN_FDS").flatMap(Int32.init), count > 0, count < 64 {
+        if let value = Environment.value("LATCHKEY_READY_FD"), let fd = Int32(value), fd > 2 { keep.append(fd) }
+        if Environment.value("LISTEN_PID").flatMap(Int32.init) == getpid(),
+           let count = Environment.value("LISTEN_FDS").flatMap(Int32.init), count > 0, count < 64 {
             keep += (0..<count).map { 3 + $0 }
         }
         latchkey_close_inherited_fds(keep, Int32(keep.count))

@@ -5,6 +5,7 @@ import LatchkeyCrypto
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecrets
+import LatchkeySystem
 import LatchkeyWire
 
 /// Maps protocol requests onto the engine. Knows nothing of sockets: the server hands it decoded
@@ -189,17 +190,11 @@ extension Response {
 /// The login sessions pam_latchkey announced. When the last one closes, the password classes are
 /// locked (what logout means). Tokens are random per session; an unknown token is ignored, so a
 /// close from before an agent restart cannot lock a newer session's keys.
-final class SessionTracker: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var tokens: Set<[UInt8]> = []
-
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
+final class SessionTracker: Sendable {
+    private let tokens = Locked<Set<[UInt8]>>([])
 
     var count: Int {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return tokens.count
+        tokens.withLock { $0.count }
     }
 
     /// Sessions tracked at most, so that a confused or hostile opener cannot grow the set forever.
@@ -207,18 +202,18 @@ final class SessionTracker: @unchecked Sendable {
 
     /// Records a session; returns how many are open, or nil when the limit is reached.
     func open(_ token: [UInt8]) -> Int? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        guard tokens.count < SessionTracker.maximumSessions || tokens.contains(token) else { return nil }
-        tokens.insert(token)
-        return tokens.count
+        tokens.withLock { tokens in
+            guard tokens.count < SessionTracker.maximumSessions || tokens.contains(token) else { return nil }
+            tokens.insert(token)
+            return tokens.count
+        }
     }
 
     /// Forgets a session; returns how many remain, or nil if the token was unknown.
     func close(_ token: [UInt8]) -> Int? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        guard tokens.remove(token) != nil else { return nil }
-        return tokens.count
+        tokens.withLock { tokens in
+            guard tokens.remove(token) != nil else { return nil }
+            return tokens.count
+        }
     }
 }

@@ -2,8 +2,10 @@
 import Glibc
 #endif
 import CLatchkeySystem
+import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
+import SystemPackage
 
 /// Why the agent could not start listening.
 public struct ListenerError: Error, CustomStringConvertible {
@@ -38,37 +40,29 @@ struct Listener {
         }
         // We hold the lock, so any socket file left behind is stale (a crashed agent): replace it.
         unlink(endpoint.socketPath)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ListenerError(description: "socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(endpoint.socketPath.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw ListenerError(description: "socket path too long: \(endpoint.socketPath)")
+        let socket: FileDescriptor
+        do {
+            socket = try LocalSocket.makeStream()
+        } catch {
+            throw ListenerError(description: "socket: \(error)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        do {
+            try LocalSocket.listen(socket, at: endpoint.socketPath, backlog: 64)
+        } catch {
+            try? socket.close()
+            if error == .fileNameTooLong {
+                throw ListenerError(description: "socket path too long: \(endpoint.socketPath)")
             }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else {
-            let message = String(cString: strerror(errno))
-            close(fd)
-            throw ListenerError(description: "cannot listen on \(endpoint.socketPath): \(message)")
+            throw ListenerError(description: "cannot listen on \(endpoint.socketPath): \(error)")
         }
         chmod(endpoint.socketPath, 0o600)
-        return Listener(fd: fd, lockFD: lockFD, ownsSocketFile: true)
+        return Listener(fd: socket.rawValue, lockFD: lockFD, ownsSocketFile: true)
     }
 
     /// The socket passed by systemd (`LISTEN_PID` is ours and `LISTEN_FDS` ≥ 1: fd 3).
     private static func inheritedSocket() -> Int32? {
-        guard let pid = AgentEndpoint.environment("LISTEN_PID"), pid == String(getpid()),
-              let count = AgentEndpoint.environment("LISTEN_FDS"), let n = Int(count), n >= 1 else { return nil }
+        guard let pid = Environment.value("LISTEN_PID"), pid == String(getpid()),
+              let count = Environment.value("LISTEN_FDS"), let n = Int(count), n >= 1 else { return nil }
         unsetenv("LISTEN_PID")
         unsetenv("LISTEN_FDS")
         unsetenv("LISTEN_FDNAMES")

@@ -1,11 +1,11 @@
 #if canImport(Glibc)
-import LatchkeyDesktop
 import Glibc
 #endif
 import CLatchkeySystem
 import LatchkeyCodec
 import LatchkeyEngine
 import LatchkeyModel
+import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
 

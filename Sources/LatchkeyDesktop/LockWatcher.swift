@@ -1,6 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LatchkeyDBus
+import LatchkeySystem
+import Logging
 
 /// Watches the desktop for screen locks and sleep, so that the agent can drop the `WhenUnlocked` class
 /// keys.
@@ -22,15 +25,10 @@ import Glibc
 /// and watched as before. logind restarting on a live bus is handled by `LogindWatch` itself.
 ///
 /// Threading: each bus has its own loop thread, and a supervisor thread that reconnects it. `onEvent`
-/// and `log` run on those threads: events from one bus arrive in order, but the two buses may call
-/// concurrently. Both callbacks must return quickly. The watcher's methods may be called from any other
+/// and the logger's handler run on those threads: events from one bus arrive in order, but the two buses
+/// may call concurrently. Both must return quickly. The watcher's methods may be called from any other
 /// thread.
 public final class LockWatcher: Sendable {
-    /// How much a log line matters: `.debug` is per-signal detail (ignored and spoofed signals).
-    public enum LogLevel: Sendable, Equatable {
-        case debug, info, warning
-    }
-
     /// When to try a lost or missing bus again.
     public struct Retry: Sendable, Equatable {
         /// Seconds before the first new attempt.
@@ -56,10 +54,10 @@ public final class LockWatcher: Sendable {
     ///   - uid: whose logind sessions count (default: the caller's real uid).
     ///   - retry: when a lost or missing bus is tried again.
     ///   - onEvent: receives each lock, unlock, sleep and resume event.
-    ///   - log: receives diagnostics; never given a secret.
+    ///   - log: where diagnostics go (never a secret): `.info` and `.warning` for what changed or failed,
+    ///     `.debug` for per-signal detail (ignored and spoofed signals).
     public init(systemBus: BusEndpoint? = .system, sessionBus: BusEndpoint? = .session, uid: uid_t = getuid(),
-                retry: Retry = Retry(), onEvent: @escaping @Sendable (LockEvent) -> Void,
-                log: @escaping @Sendable (LogLevel, String) -> Void) {
+                retry: Retry = Retry(), onEvent: @escaping @Sendable (LockEvent) -> Void, log: Logger) {
         let readiness = Readiness()
         let plan: [(String, BusEndpoint?, WatchedBus.Start)] = [
             ("system bus", systemBus, { bus, ready in
@@ -89,7 +87,7 @@ public final class LockWatcher: Sendable {
     }
 
     /// Stops watching and closes the connections. When it returns, no callback is running and none will run
-    /// again. Do not call it (or drop the last reference) from `onEvent` or `log`: it waits for the loop
+    /// again. Do not call it (or drop the last reference) from `onEvent` or a log handler: it waits for the loop
     /// threads those run on.
     public func stop() {
         for bus in buses { bus.stop() }
@@ -104,15 +102,14 @@ private final class WatchedBus: @unchecked Sendable {
     private let endpoint: BusEndpoint
     private let retry: LockWatcher.Retry
     private let start: Start
-    private let log: @Sendable (LockWatcher.LogLevel, String) -> Void
+    private let log: Logger
     private let monitor = Monitor()
     // Guarded by monitor:
     private var connection: BusConnection?
     private var lost = false
     private var stopped = false
 
-    init(label: String, endpoint: BusEndpoint, retry: LockWatcher.Retry, start: @escaping Start,
-         log: @escaping @Sendable (LockWatcher.LogLevel, String) -> Void) {
+    init(label: String, endpoint: BusEndpoint, retry: LockWatcher.Retry, start: @escaping Start, log: Logger) {
         self.label = label
         self.endpoint = endpoint
         self.retry = retry
@@ -126,11 +123,11 @@ private final class WatchedBus: @unchecked Sendable {
         do {
             try connect { readiness.done(token) }
         } catch {
-            log(.warning, "\(label) unavailable (\(error.message)); not watching it until it appears")
+            log.warning("\(label) unavailable (\(error.message)); not watching it until it appears")
             readiness.done(token)
         }
         if !startDetachedThread({ [self] in supervise() }) {
-            log(.warning, "cannot start a thread to reconnect the \(label); it will not be watched again if lost")
+            log.warning("cannot start a thread to reconnect the \(label); it will not be watched again if lost")
         }
     }
 
@@ -138,7 +135,7 @@ private final class WatchedBus: @unchecked Sendable {
     private func connect(ready: @escaping @Sendable () -> Void) throws(BusError) {
         let label = self.label
         let made = try BusConnection(endpoint) { [weak self, log] error in
-            log(.warning, "\(label) disconnected (\(error.message)); watching for it to come back")
+            log.warning("\(label) disconnected (\(error.message)); watching for it to come back")
             ready()
             guard let self else { return }
             monitor.locked { lost = true }
@@ -160,7 +157,7 @@ private final class WatchedBus: @unchecked Sendable {
             do {
                 try start(bus, ready)
             } catch {
-                log(.warning, "cannot watch the \(label): \(error)")
+                log.warning("cannot watch the \(label): \(error)")
                 ready()
             }
         }
@@ -183,10 +180,10 @@ private final class WatchedBus: @unchecked Sendable {
             if monitor.locked({ stopped }) { return }
             do {
                 try connect(ready: {})
-                log(.info, "\(label) reachable again; watching it")
+                log.info("\(label) reachable again; watching it")
                 delay = retry.initial
             } catch {
-                log(.debug, "\(label) still unavailable (\(error.message)); next try in \(min(delay * 2, retry.maximum)) s")
+                log.debug("\(label) still unavailable (\(error.message)); next try in \(min(delay * 2, retry.maximum)) s")
                 delay = min(delay * 2, retry.maximum)
             }
         }
@@ -224,7 +221,6 @@ private final class Readiness: @unchecked Sendable {
     }
 
     func wait(timeout: Duration) -> Bool {
-        let (seconds, attoseconds) = timeout.components
-        return monitor.wait(timeout: Double(seconds) + Double(attoseconds) / 1e18) { pending.isEmpty }
+        monitor.wait(timeout: timeout) { pending.isEmpty }
     }
 }

@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LatchkeyDBus
+import Logging
 
 /// Watches logind on the system bus: `Lock`/`Unlock` and `LockedHint` of our uid's sessions, and
 /// `PrepareForSleep`. Loop thread only; kept alive by the handlers it registers.
@@ -13,21 +15,21 @@ final class LogindWatch {
 
     private let uid: uid_t
     private let emit: @Sendable (LockEvent) -> Void
-    private let log: @Sendable (LockWatcher.LogLevel, String) -> Void
+    private let log: Logger
     private var owners: NameOwners!
     private weak var bus: Bus?
     /// Object paths of the sessions that belong to `uid`, as logind last listed them.
     private var sessions: Set<String> = []
 
     init(uid: uid_t, emit: @escaping @Sendable (LockEvent) -> Void,
-         log: @escaping @Sendable (LockWatcher.LogLevel, String) -> Void) {
+         log: Logger) {
         self.uid = uid
         self.emit = emit
         self.log = log
     }
 
     // Runs when the connection is freed (stop, or a lost bus): the handlers were the last owners.
-    deinit { log(.debug, "stopped watching logind") }
+    deinit { log.debug("stopped watching logind") }
 
     func start(on bus: Bus, ready: @escaping () -> Void) throws(BusError) {
         self.bus = bus
@@ -48,8 +50,10 @@ final class LogindWatch {
         }
         try owners.start(on: bus) { [self] in
             guard owners.owner(of: Self.name) != nil else {
-                log(.info, "logind (\(Self.name)) is not on the system bus; session lock and sleep signals "
-                    + "will be watched if it appears")
+                log.info("""
+                    logind (\(Self.name)) is not on the system bus; session lock and sleep signals \
+                    will be watched if it appears
+                    """)
                 return ready()
             }
             listSessions(then: ready)
@@ -59,10 +63,10 @@ final class LogindWatch {
     private func ownerChanged(_ owner: String?) {
         sessions = []
         if let owner {
-            log(.info, "logind (\(Self.name)) is now \(owner); listing its sessions again")
+            log.info("logind (\(Self.name)) is now \(owner); listing its sessions again")
             listSessions(then: {})
         } else {
-            log(.warning, "logind (\(Self.name)) left the system bus; its signals are ignored until it returns")
+            log.warning("logind (\(Self.name)) left the system bus; its signals are ignored until it returns")
         }
     }
 
@@ -74,22 +78,22 @@ final class LogindWatch {
                 defer { done() }
                 switch result {
                 case .failure(let error):
-                    log(.warning, "logind ListSessions failed: \(error)")
+                    log.warning("logind ListSessions failed: \(error)")
                 case .success(let reply):
                     guard isFromOwner(reply, "the ListSessions reply") else { return }
                     guard let list = try? reply.arguments().first?.elements else {
-                        return log(.warning, "logind ListSessions: unexpected reply signature \(reply.signature)")
+                        return log.warning("logind ListSessions: unexpected reply signature \(reply.signature)")
                     }
                     // a(susso): id, uid, user name, seat, object path
                     sessions = Set(list.compactMap { entry in
                         guard let fields = entry.fields, fields.count == 5, fields[1].uint32 == uid else { return nil }
                         return fields[4].string
                     })
-                    log(.debug, "watching \(sessions.count) logind session(s) of uid \(uid)")
+                    log.debug("watching \(sessions.count) logind session(s) of uid \(uid)")
                 }
             }
         } catch {
-            log(.warning, "logind ListSessions failed: \(error)")
+            log.warning("logind ListSessions failed: \(error)")
             done()
         }
     }
@@ -125,14 +129,16 @@ final class LogindWatch {
     private func isFromOwner(_ message: BusMessage, _ what: String) -> Bool {
         let owner = owners.owner(of: Self.name)
         if let sender = message.sender, sender == owner { return true }
-        log(.debug, "ignored \(what) from \(message.sender ?? "an unknown sender"): the owner of \(Self.name) is "
-            + (owner ?? "nobody"))
+        log.debug("""
+            ignored \(what) from \(message.sender ?? "an unknown sender"): \
+            the owner of \(Self.name) is \(owner ?? "nobody")
+            """)
         return false
     }
 
     private func isOurSession(_ message: BusMessage, _ what: String) -> Bool {
         if let path = message.path, sessions.contains(path) { return true }
-        log(.debug, "ignored \(what) on \(message.path ?? "?"): not a session of uid \(uid)")
+        log.debug("ignored \(what) on \(message.path ?? "?"): not a session of uid \(uid)")
         return false
     }
 }

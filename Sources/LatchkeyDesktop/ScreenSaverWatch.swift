@@ -1,3 +1,6 @@
+import LatchkeyDBus
+import Logging
+
 /// Watches the screen savers' `ActiveChanged(b)` on the session bus. Loop thread only; kept alive by the
 /// handlers it registers.
 final class ScreenSaverWatch {
@@ -6,20 +9,24 @@ final class ScreenSaverWatch {
     static let names = ["org.freedesktop.ScreenSaver", "org.gnome.ScreenSaver", "org.xfce.ScreenSaver"]
 
     private let emit: @Sendable (LockEvent) -> Void
-    private let log: @Sendable (LockWatcher.LogLevel, String) -> Void
+    private let log: Logger
     private var owners: NameOwners!
 
-    init(emit: @escaping @Sendable (LockEvent) -> Void, log: @escaping @Sendable (LockWatcher.LogLevel, String) -> Void) {
+    init(emit: @escaping @Sendable (LockEvent) -> Void, log: Logger) {
         self.emit = emit
         self.log = log
     }
 
     // Runs when the connection is freed (stop, or a lost bus): the handlers were the last owners.
-    deinit { log(.debug, "stopped watching the screen savers") }
+    deinit { log.debug("stopped watching the screen savers") }
 
     func start(on bus: Bus, ready: @escaping () -> Void) throws(BusError) {
         owners = NameOwners(names: Self.names) { [log] name, owner in
-            log(.info, owner.map { "screen saver \(name) is now \($0)" } ?? "screen saver \(name) left the session bus")
+            if let owner {
+                log.info("screen saver \(name) is now \(owner)")
+            } else {
+                log.info("screen saver \(name) left the session bus")
+            }
         }
         for name in Self.names {
             try bus.addMatch(Bus.signalRule(interface: name, member: "ActiveChanged")) { [self] message in
@@ -28,8 +35,8 @@ final class ScreenSaverWatch {
         }
         try owners.start(on: bus) { [self] in
             let present = Self.names.filter { owners.owner(of: $0) != nil }
-            log(.info, present.isEmpty ? "no screen saver on the session bus yet; watching for one"
-                                       : "watching screen saver \(present.joined(separator: ", "))")
+            log.info(present.isEmpty ? "no screen saver on the session bus yet; watching for one"
+                                     : "watching screen saver \(present.joined(separator: ", "))")
             ready()
         }
     }
@@ -38,11 +45,13 @@ final class ScreenSaverWatch {
         // Anyone can emit ActiveChanged; only the name's current owner is believed.
         let owner = owners.owner(of: name)
         guard let sender = message.sender, sender == owner else {
-            return log(.debug, "ignored \(name).ActiveChanged from \(message.sender ?? "an unknown sender"): "
-                + "the owner of \(name) is \(owner ?? "nobody")")
+            return log.debug("""
+                ignored \(name).ActiveChanged from \(message.sender ?? "an unknown sender"): \
+                the owner of \(name) is \(owner ?? "nobody")
+                """)
         }
         guard let arguments = try? message.arguments(), arguments.count == 1, let active = arguments[0].bool else {
-            return log(.debug, "ignored \(name).ActiveChanged with signature \(message.signature)")
+            return log.debug("ignored \(name).ActiveChanged with signature \(message.signature)")
         }
         emit(active ? .locked(source: name) : .unlocked(source: name))
     }

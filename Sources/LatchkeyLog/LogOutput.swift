@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import LatchkeySystem
+import SystemPackage
 
 /// Where the agent's log lines go: one file descriptor, one `write(2)` per line.
 ///
@@ -22,7 +23,7 @@ public final class LogOutput: Sendable {
     public let descriptor: Int32
     /// The cap, if any. Held around the size check and the rotation only: writes never wait for it,
     /// and a line written while another thread rotates lands whole in either file.
-    private let rotation = Mutex<Rotation?>(nil)
+    private let rotation = Locked<Rotation?>(nil)
 
     /// An output on `descriptor`, uncapped until ``bound(path:limit:)``.
     public init(descriptor: Int32) {
@@ -79,17 +80,19 @@ private struct Rotation: Sendable {
         // rename(2) moves names, never what a symlink points to: a link planted at either name is moved
         // or replaced, not followed. ENOENT: the file was removed; a fresh one is made below.
         if rename(path, path + ".1") != 0 && errno != ENOENT { return "rename: " + lastError() }
-        // O_NOFOLLOW: never write through a symlink; O_NONBLOCK: a FIFO found there cannot block the open
-        // (it is refused below, and the flag is cleared before the file becomes standard error).
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return "open: " + lastError() }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() else {
+        // Never through a symlink; a FIFO found there cannot block the open (it is refused, and O_NONBLOCK
+        // is cleared below before the file becomes standard error).
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.openRegularFile(FilePath(path), .writeOnly, options: [.create, .append],
+                                                      permissions: [.ownerReadWrite], owner: geteuid())
+        } catch {
+            if case .system(let errno) = error.reason { return "open: \(errno)" }
             return "\(path) is not a regular file of this user"
         }
-        guard fcntl(fd, F_SETFL, O_APPEND) == 0 else { return "fcntl: " + lastError() }
-        guard dup2(fd, descriptor) >= 0 else { return "dup2: " + lastError() } // dup2 clears FD_CLOEXEC
+        defer { try? file.close() }
+        guard fcntl(file.rawValue, F_SETFL, O_APPEND) == 0 else { return "fcntl: " + lastError() }
+        guard dup2(file.rawValue, descriptor) >= 0 else { return "dup2: " + lastError() } // dup2 clears FD_CLOEXEC
         return nil
     }
 

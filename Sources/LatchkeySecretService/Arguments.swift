@@ -1,5 +1,5 @@
 import LatchkeyCrypto
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyEngine
 
 /// Reading method arguments. Dispatch has checked the signature and read the call within `limits`

@@ -1,4 +1,4 @@
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyEngine
 import LatchkeyModel
 

@@ -1,7 +1,8 @@
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecrets
+import LatchkeySystem
 
 /// `org.freedesktop.Secret.Prompt` at /org/freedesktop/secrets/prompt/N (docs/SECRET-SERVICE.md §4–5):
 /// there only for the connection whose call made it.

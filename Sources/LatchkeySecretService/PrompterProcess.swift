@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LatchkeySystem
 
 /// Lets another thread end a running prompt (`Dismiss`, or the client leaving the bus), and owns the
 /// right to signal the prompter's process.
@@ -9,53 +10,43 @@ import Glibc
 /// new process. So the prompter is signalled only under this object's mutex and only while `reap()` has
 /// not run, and `reap()` takes that right away (under the mutex) before it calls `waitpid`: a signal
 /// sent here reaches the prompter, alive or a zombie, never a process that inherited its pid.
-final class PromptCancellation: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var cancelled = false   // guarded
-    private var pid: pid_t = 0      // guarded: the prompter, while it is not reaped
+final class PromptCancellation: Sendable {
+    /// Whether the prompt is cancelled, and the prompter's pid while it is not reaped (0 otherwise).
+    private let state = Locked<(cancelled: Bool, pid: pid_t)>((false, 0))
 
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-
-    private func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return body()
-    }
-
-    var isCancelled: Bool { locked { cancelled } }
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Marks the prompt cancelled and stops its program, if one runs.
     func cancel() {
-        locked {
-            cancelled = true
-            if pid > 0 { kill(pid, SIGTERM) }
+        state.withLock { state in
+            state.cancelled = true
+            if state.pid > 0 { kill(state.pid, SIGTERM) }
         }
     }
 
     /// Records the running (unreaped) program; stops it at once if the prompt is already cancelled.
     func started(_ child: pid_t) {
-        locked {
-            pid = child
-            if cancelled { kill(child, SIGTERM) }
+        state.withLock { state in
+            state.pid = child
+            if state.cancelled { kill(child, SIGTERM) }
         }
     }
 
     /// Sends `signal` to the prompter if it has not been reaped; returns whether it was sent.
     @discardableResult
     func signal(_ signal: Int32) -> Bool {
-        locked {
-            guard pid > 0 else { return false }
-            return kill(pid, signal) == 0
+        state.withLock { state in
+            guard state.pid > 0 else { return false }
+            return kill(state.pid, signal) == 0
         }
     }
 
     /// Reaps the prompter, which must have exited (`PrompterProcess.hasExited`); from now on no signal
     /// is sent for this prompt.
     func reap() {
-        let child: pid_t = locked {
-            defer { pid = 0 }
-            return pid
+        let child: pid_t = state.withLock { state in
+            defer { state.pid = 0 }
+            return state.pid
         }
         guard child > 0 else { return }
         var status: Int32 = 0
@@ -127,12 +118,6 @@ enum PrompterEnvironment {
 
     /// `build` from the agent's environment.
     static func current(busAddress: String?) -> [String] {
-        var entries: [String] = []
-        var pointer = environ
-        while let entry = pointer.pointee {
-            entries.append(String(cString: entry))
-            pointer += 1
-        }
-        return build(from: entries, busAddress: busAddress)
+        build(from: Environment.entries(), busAddress: busAddress)
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyEngine
 import LatchkeyModel
 import Logging

@@ -1,4 +1,4 @@
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyModel
 
 /// The one place where engine `OSStatus` values become Secret Service D-Bus errors

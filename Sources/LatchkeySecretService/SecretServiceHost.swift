@@ -1,9 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyEngine
+import LatchkeySystem
 import Logging
+import SystemPackage
 
 /// Runs the Secret Service for the agent: connects to the session bus at start, logs once when there
 /// is none or another program owns the name, and connects again when a `latchkeyd` started by D-Bus
@@ -12,14 +14,15 @@ public final class SecretServiceHost: @unchecked Sendable {
     /// The file, in the agent's socket directory, through which an activated `latchkeyd` hands over
     /// the bus address it was given.
     public static let handOffFileName = "session-bus"
+    /// The most of the hand-over file read: a bus address is far shorter.
+    static let handOffMaximumSize = 4096
 
     private let keychain: Keychain
     private let prompter: PinentryPrompter
     private let runtimeDirectory: String
     private let log: Logger
-    private var mutex = pthread_mutex_t()
-    private var service: SecretService?      // guarded by mutex
-    private var reported: Set<String> = []   // guarded: problems already logged
+    /// The running service, and the problems already logged (each is logged once).
+    private let state = Locked<(service: SecretService?, reported: Set<String>)>((nil, []))
 
     /// A host for `keychain`'s Secret Service; it logs to `log` (the agent's logger: info for what it
     /// did, warning for what it could not do; never a secret).
@@ -29,10 +32,7 @@ public final class SecretServiceHost: @unchecked Sendable {
         self.prompter = prompter
         self.runtimeDirectory = runtimeDirectory
         self.log = log
-        pthread_mutex_init(&mutex, nil)
     }
-
-    deinit { pthread_mutex_destroy(&mutex) }
 
     private var handOffPath: String { runtimeDirectory + "/" + Self.handOffFileName }
 
@@ -47,18 +47,14 @@ public final class SecretServiceHost: @unchecked Sendable {
 
     /// Whether the service currently owns the name on a live connection.
     public var isServing: Bool {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return service?.isRunning == true
+        state.withLock { $0.service?.isRunning == true }
     }
 
     func attach(_ endpoint: BusEndpoint) {
         guard !isServing else { return }
         do {
             let started = try SecretService.start(on: endpoint, keychain: keychain, prompter: prompter, log: log)
-            pthread_mutex_lock(&mutex)
-            service = started
-            pthread_mutex_unlock(&mutex)
+            state.withLock { $0.service = started }
             log.info("Secret Service: serving \(SS.busName) on \(endpoint)")
         } catch {
             let key: String
@@ -67,7 +63,7 @@ public final class SecretServiceHost: @unchecked Sendable {
             case .nameTaken: key = "taken"
             case .failed: key = "failed"
             }
-            let first = withMutex { reported.insert(key).inserted }
+            let first = state.withLock { $0.reported.insert(key).inserted }
             guard first else { return }
             switch error {
             case .busUnavailable(let why):
@@ -78,12 +74,6 @@ public final class SecretServiceHost: @unchecked Sendable {
                 log.warning("Secret Service: \(why)")
             }
         }
-    }
-
-    private func withMutex<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return body()
     }
 
     // MARK: - Activation hand-over
@@ -107,18 +97,16 @@ public final class SecretServiceHost: @unchecked Sendable {
         }
     }
 
-    /// The address in the hand-over file (removed once read), if it is a regular file of ours.
+    /// The address in the hand-over file (removed once read), if it is a regular file of ours (never
+    /// through a symbolic link, never blocking on a FIFO).
     private func readHandOff() -> String? {
-        let fd = open(handOffPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_uid == getuid() else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = read(fd, &buffer, buffer.count)
+        // A file that is not ours, or not a regular file, is left where it is.
+        guard let bytes = try? Files.read(FilePath(handOffPath), upTo: Self.handOffMaximumSize, owner: getuid()) else {
+            return nil
+        }
         unlink(handOffPath)
-        guard count > 0 else { return nil }
-        let address = String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespace()
+        guard !bytes.isEmpty else { return nil }
+        let address = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
         guard Self.isLocalSocketAddress(address) else {
             if !address.isEmpty { log.warning("Secret Service: ignored a hand-over to a bus that is not a local socket") }
             return nil
@@ -138,24 +126,20 @@ public final class SecretServiceHost: @unchecked Sendable {
     /// owner, and returns the exit status (0 when it has).
     public static func handOffActivation(runtimeDirectory: String, timeoutSeconds: Int = 10,
                                          log: Logger) -> Int32 {
-        guard let raw = getenv("DBUS_SESSION_BUS_ADDRESS") else {
+        guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS") else {
             log.warning("Secret Service activation: DBUS_SESSION_BUS_ADDRESS is not set")
             return 1
         }
-        let address = String(cString: raw)
         let path = runtimeDirectory + "/" + handOffFileName
         let temporary = path + ".\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            log.warning("Secret Service activation: cannot write \(temporary): \(String(cString: strerror(errno)))")
-            return 1
-        }
-        var bytes = Array((address + "\n").utf8)
-        let written = write(fd, &bytes, bytes.count)
-        close(fd)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            log.warning("Secret Service activation: cannot write \(path)")
+        // Written aside and renamed, so the running agent never reads half an address; the agent's
+        // runtime directory is not worth an fsync.
+        do {
+            try Files.replace(FilePath(path), with: Array((address + "\n").utf8), through: FilePath(temporary),
+                              durable: false)
+        } catch {
+            // FileError names the step's file: the temporary one, or `path` for the rename.
+            log.warning("Secret Service activation: cannot write \(error)")
             return 1
         }
         guard let bus = try? BusConnection(.address(address)) else {

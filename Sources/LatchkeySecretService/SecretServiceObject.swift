@@ -1,4 +1,4 @@
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyEngine
 
 /// What every Secret Service object shares. One type per D-Bus interface (`ServiceObject`,

@@ -1,4 +1,4 @@
-import LatchkeyDesktop
+import LatchkeyDBus
 
 /// `org.freedesktop.Secret.Session` at /org/freedesktop/secrets/session/N: there only for the
 /// connection that opened it.

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import LatchkeyCrypto
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyEngine
 import LatchkeySecrets
 

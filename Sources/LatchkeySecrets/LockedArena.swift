@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LatchkeySystem
 
 /// Page-locked memory for `SecretBytes`, locked once per slab and never unlocked while in use.
 ///
@@ -12,39 +13,52 @@ import Darwin
 /// class key. Here, secrets up to 4 KiB come from slabs of their size class that are mapped, locked
 /// and excluded from core dumps once, and only ever recycled; larger ones get a mapping of their own,
 /// which `munmap` releases with its lock. It is also cheaper: no system call per secret.
-final class LockedArena: @unchecked Sendable {
+///
+/// Hand-written on purpose, not a general allocator: chunks are recycled only within this arena and
+/// wiped by `SecretBytes` before they come back, and mappings are never returned to the system while a
+/// slab might hold a secret.
+final class LockedArena: Sendable {
     static let shared = LockedArena()
 
     /// Chunk sizes; a request takes the smallest that fits.
     private static let sizeClasses = [32, 64, 128, 256, 512, 1024, 2048, 4096]
     private static let slabBytes = 16 * 1024
 
-    private var mutex = pthread_mutex_t()
-    /// Free chunks per size class, linked through their first word (chunks are wiped before reuse).
-    private var freeLists: [UnsafeMutableRawPointer?]
-    /// Whether every mapping so far could be locked.
-    private(set) var allLocked = true
-
-    private init() {
-        pthread_mutex_init(&mutex, nil)
-        freeLists = Array(repeating: nil, count: LockedArena.sizeClasses.count)
+    /// A chunk's address. Raw pointers are not Sendable; these point into the arena's own mappings, and a
+    /// chunk is held by one `SecretBytes` at a time or sits in a free list, which only the mutex reaches.
+    private struct Chunk: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+        init(_ pointer: UnsafeMutableRawPointer) { self.pointer = pointer }
     }
+
+    private struct State {
+        /// The first free chunk per size class; the rest are linked through their first word (chunks are
+        /// wiped before reuse).
+        var freeLists: [Chunk?] = Array(repeating: nil, count: LockedArena.sizeClasses.count)
+        /// Whether every mapping so far could be locked.
+        var allLocked = true
+    }
+
+    private let state = Locked(State())
+
+    private init() {}
 
     /// A zeroed chunk of at least `byteCount` bytes, and whether it is locked in memory.
     func allocate(byteCount: Int) -> (pointer: UnsafeMutableRawPointer, capacity: Int, locked: Bool) {
         guard let index = LockedArena.sizeClasses.firstIndex(where: { $0 >= byteCount }) else {
             let size = roundedToPages(byteCount)
             let (pointer, locked) = map(size)
+            if !locked { state.withLock { $0.allLocked = false } }
             return (pointer, size, locked)
         }
         let size = LockedArena.sizeClasses[index]
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        if freeLists[index] == nil { addSlab(index: index, chunkSize: size) }
-        let chunk = freeLists[index]!
-        freeLists[index] = chunk.load(as: UnsafeMutableRawPointer?.self)
-        chunk.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)  // zero the link word again
-        return (chunk, size, allLocked)
+        return state.withLock { state in
+            if state.freeLists[index] == nil { addSlab(to: &state, index: index, chunkSize: size) }
+            let chunk = state.freeLists[index]!.pointer
+            state.freeLists[index] = chunk.load(as: UnsafeMutableRawPointer?.self).map(Chunk.init)
+            chunk.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)  // zero the link word again
+            return (chunk, size, state.allLocked)
+        }
     }
 
     /// Returns a chunk; the caller has wiped it.
@@ -53,25 +67,27 @@ final class LockedArena: @unchecked Sendable {
             munmap(pointer, capacity)
             return
         }
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        pointer.storeBytes(of: freeLists[index], as: UnsafeMutableRawPointer?.self)
-        freeLists[index] = pointer
+        let chunk = Chunk(pointer)
+        state.withLock { state in
+            chunk.pointer.storeBytes(of: state.freeLists[index]?.pointer, as: UnsafeMutableRawPointer?.self)
+            state.freeLists[index] = chunk
+        }
     }
 
-    private func addSlab(index: Int, chunkSize: Int) {
-        let (slab, _) = map(LockedArena.slabBytes)
-        var next: UnsafeMutableRawPointer? = freeLists[index]
+    private func addSlab(to state: inout State, index: Int, chunkSize: Int) {
+        let (slab, locked) = map(LockedArena.slabBytes)
+        if !locked { state.allLocked = false }
+        var next: UnsafeMutableRawPointer? = state.freeLists[index]?.pointer
         for offset in stride(from: LockedArena.slabBytes - chunkSize, through: 0, by: -chunkSize) {
             let chunk = slab + offset
             chunk.storeBytes(of: next, as: UnsafeMutableRawPointer?.self)
             next = chunk
         }
-        freeLists[index] = next
+        state.freeLists[index] = next.map(Chunk.init)
     }
 
-    /// A fresh private anonymous mapping (zero-filled by the kernel), locked and kept out of core
-    /// dumps where the system allows.
+    /// A fresh private anonymous mapping (zero-filled by the kernel), and whether it could be locked in
+    /// memory; it is kept out of core dumps where the system allows.
     private func map(_ size: Int) -> (UnsafeMutableRawPointer, Bool) {
         guard let raw = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
               raw != MAP_FAILED else {
@@ -80,9 +96,7 @@ final class LockedArena: @unchecked Sendable {
         #if canImport(Glibc)
         _ = madvise(raw, size, MADV_DONTDUMP)
         #endif
-        let locked = mlock(raw, size) == 0
-        if !locked { allLocked = false }
-        return (raw, locked)
+        return (raw, mlock(raw, size) == 0)
     }
 
     private func roundedToPages(_ byteCount: Int) -> Int {

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LatchkeySystem
 
 /// Secret bytes (passwords, derived keys, class keys) in storage that is locked in memory where the
 /// limit allows and wiped over its whole capacity when the last reference goes away.
@@ -106,19 +107,13 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
 }
 
 /// Remembers whether `mlock` has failed, so the agent can warn once at start-up rather than per key.
-private final class MlockWarning: @unchecked Sendable {
-    private var failed = false
-    private var lock = pthread_mutex_t()
-    init() { pthread_mutex_init(&lock, nil) }
+private final class MlockWarning: Sendable {
+    private let failed = Locked(false)
     func noteOnce() {
-        pthread_mutex_lock(&lock)
-        failed = true
-        pthread_mutex_unlock(&lock)
+        failed.withLock { $0 = true }
     }
     var hasFailed: Bool {
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        return failed
+        failed.withLock { $0 }
     }
 }
 

@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LatchkeySystem
+import SystemPackage
 
 /// Where the agent listens: `$XDG_RUNTIME_DIR/latchkey/agent.sock`, or `/tmp/latchkey-UID/agent.sock`
 /// when `XDG_RUNTIME_DIR` is unset. The directory is private to the user (mode 0700, owned by the user,
@@ -20,7 +22,7 @@ public struct AgentEndpoint: Sendable, Equatable {
 
     /// The endpoint for the current user, from the environment.
     public static func current() -> AgentEndpoint {
-        if let runtime = environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") {
+        if let runtime = Environment.value("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") {
             return AgentEndpoint(directory: runtime + "/latchkey")
         }
         return AgentEndpoint(directory: "/tmp/latchkey-\(getuid())")
@@ -32,23 +34,20 @@ public struct AgentEndpoint: Sendable, Equatable {
         if create, mkdir(directory, 0o700) != 0, errno != EEXIST {
             return "cannot create \(directory): \(String(cString: strerror(errno)))"
         }
-        var st = stat()
-        guard lstat(directory, &st) == 0 else {
-            return "\(directory): \(String(cString: strerror(errno)))"
+        // lstat: a symbolic link in its place is not a directory.
+        let info: Stat
+        do {
+            info = try FilePath(directory).stat(followTargetSymlink: false)
+        } catch {
+            return "\(directory): \(error)"
         }
-        guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(directory) is not a directory" }
-        guard st.st_uid == getuid() else { return "\(directory) is owned by uid \(st.st_uid), not by uid \(getuid())" }
-        if st.st_mode & 0o077 != 0 {
+        guard info.type == .directory else { return "\(directory) is not a directory" }
+        let owner = info.userID.rawValue
+        guard owner == getuid() else { return "\(directory) is owned by uid \(owner), not by uid \(getuid())" }
+        if info.permissions.rawValue & 0o077 != 0 {
             // Our own directory with loose permissions: tighten it rather than refuse.
             guard chmod(directory, 0o700) == 0 else { return "\(directory) is accessible to others" }
         }
         return nil
-    }
-
-    /// Reads an environment variable without Foundation.
-    public static func environment(_ name: String) -> String? {
-        guard let value = getenv(name) else { return nil }
-        let string = String(cString: value)
-        return string.isEmpty ? nil : string
     }
 }

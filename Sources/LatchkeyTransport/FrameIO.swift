@@ -12,6 +12,10 @@ import LatchkeyWire
 /// A frame is a u32 big-endian payload length followed by the payload. Both directions honour an
 /// optional deadline using `poll()`, so a client can never hang on a stuck or malicious agent (the
 /// public library promises to fail within a bounded time). Works on blocking and non-blocking sockets.
+///
+/// Hand-written on raw descriptors rather than swift-system's `FileDescriptor`: frames go out with `send(2)`
+/// flags (`MSG_NOSIGNAL`, `MSG_DONTWAIT` under a deadline) and wait in `poll(2)`, which it does not offer,
+/// and a payload buffer is allocated only once its length has passed the cap.
 public enum FrameIO {
     /// Writes one frame: the length prefix, then `payload`. Handles partial writes and EINTR; sends
     /// with MSG_NOSIGNAL so a vanished peer is `.io(errno: EPIPE)`, not a SIGPIPE that kills us.

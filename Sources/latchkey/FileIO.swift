@@ -6,6 +6,9 @@ import LatchkeySecrets
 
 /// Reading the files `import` takes. They may hold private keys, so they are read straight into
 /// wiping storage, never into `Data`.
+///
+/// Hand-written rather than LatchkeySystem's `Files.read`, which fills a plain array: here every buffer is
+/// `SecretBytes`, grown under the cap. A symbolic link is followed, as the user named the file.
 enum InputFile {
     /// Largest file accepted: a PKCS#12 file (LatchkeyCrypto's cap) or a PEM bundle of many
     /// certificates is far smaller.

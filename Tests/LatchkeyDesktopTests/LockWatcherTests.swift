@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyDBus
 import LatchkeyTestSupport
 import XCTest
 @testable import LatchkeyDesktop
@@ -36,7 +37,7 @@ final class LockWatcherTests: XCTestCase {
     private func startWatcher(file: StaticString = #filePath, line: UInt = #line) {
         let recorder = self.recorder
         let watcher = LockWatcher(systemBus: .address(systemBus.address), sessionBus: .address(sessionBus.address),
-                                  uid: uid_t(uid), onEvent: { recorder.record($0) }, log: { recorder.log($0, $1) })
+                                  uid: uid_t(uid), onEvent: { recorder.record($0) }, log: recorder.logger)
         XCTAssertTrue(watcher.waitUntilReady(timeout: .seconds(5)), "watcher not ready", file: file, line: line)
         self.watcher = watcher
     }
@@ -224,7 +225,7 @@ final class LockWatcherTests: XCTestCase {
         let recorder = self.recorder
         let watcher = LockWatcher(systemBus: .address("unix:path=\(systemBus.directory)/missing-system"),
                                   sessionBus: .address("unix:path=\(sessionBus.directory)/missing-session"),
-                                  onEvent: { recorder.record($0) }, log: { recorder.log($0, $1) })
+                                  onEvent: { recorder.record($0) }, log: recorder.logger)
         XCTAssertTrue(watcher.waitUntilReady(timeout: .seconds(5)))
         let warnings = recorder.lines.filter { $0.level == .warning }
         XCTAssertEqual(warnings.count, 2, "\(recorder.lines)")
@@ -246,7 +247,7 @@ final class LockWatcherTests: XCTestCase {
         let logind = try startLogind()
         let saver = try peer(on: sessionBus, owning: "org.xfce.ScreenSaver")
         let recorder = self.recorder
-        watcher = LockWatcher(onEvent: { recorder.record($0) }, log: { recorder.log($0, $1) })
+        watcher = LockWatcher(onEvent: { recorder.record($0) }, log: recorder.logger)
         XCTAssertTrue(watcher?.waitUntilReady(timeout: .seconds(5)) ?? false)
         try logind.emit(path: ourSession, interface: FakeLogind.session, member: "Lock")
         XCTAssertEqual(waitForEvents(recorder, count: 1), [.locked(source: "login1.Lock")])
@@ -285,7 +286,7 @@ final class LockWatcherTests: XCTestCase {
         let recorder = self.recorder
         let watcher = LockWatcher(systemBus: nil, sessionBus: .address("unix:path=\(socket)"),
                                   retry: .init(initial: 0.05, maximum: 0.2),
-                                  onEvent: { recorder.record($0) }, log: { recorder.log($0, $1) })
+                                  onEvent: { recorder.record($0) }, log: recorder.logger)
         self.watcher = watcher
         XCTAssertTrue(watcher.waitUntilReady(timeout: .seconds(5)))
         waitForLog(recorder, containing: "session bus unavailable", level: .warning)

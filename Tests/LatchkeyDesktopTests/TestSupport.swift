@@ -1,13 +1,20 @@
 import Foundation
+import LatchkeyDBus
 import LatchkeyTestSupport
+import Logging
 import XCTest
 @testable import LatchkeyDesktop
 
 /// Collects a watcher's events and log lines, and fulfils expectations when a condition on them holds.
 final class Recorder: @unchecked Sendable {
     struct Line: Equatable {
-        let level: LockWatcher.LogLevel
+        let level: Logger.Level
         let text: String
+    }
+
+    /// A logger whose lines, `.debug` included, are recorded here.
+    var logger: Logger {
+        Logger(label: "LockWatcherTests") { _ in RecordingHandler(recorder: self) }
     }
 
     private let lock = NSLock()
@@ -20,7 +27,7 @@ final class Recorder: @unchecked Sendable {
 
     func record(_ event: LockEvent) { update { _events.append(event) } }
 
-    func log(_ level: LockWatcher.LogLevel, _ text: String) {
+    func log(_ level: Logger.Level, _ text: String) {
         update { _lines.append(Line(level: level, text: text)) }
         if ProcessInfo.processInfo.environment["LATCHKEY_TEST_VERBOSE"] != nil { print("[\(level)] \(text)") }
     }
@@ -65,7 +72,7 @@ extension XCTestCase {
     }
 
     /// Waits (up to a few seconds) until a log line contains `text`.
-    func waitForLog(_ recorder: Recorder, containing text: String, level: LockWatcher.LogLevel? = nil,
+    func waitForLog(_ recorder: Recorder, containing text: String, level: Logger.Level? = nil,
                     file: StaticString = #filePath, line: UInt = #line) {
         let expectation = recorder.expectation("log line with \(text)") { _, lines in
             lines.contains { $0.text.contains(text) && (level == nil || $0.level == level) }
@@ -75,6 +82,22 @@ extension XCTestCase {
             XCTFail("timed out waiting for a log line with \"\(text)\"; got \(recorder.lines.map(\.text))",
                     file: file, line: line)
         }
+    }
+}
+
+/// Hands every event at `.debug` and above to a `Recorder`.
+private struct RecordingHandler: LogHandler {
+    let recorder: Recorder
+    var logLevel: Logger.Level = .debug
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        recorder.log(event.level, event.message.description)
     }
 }
 

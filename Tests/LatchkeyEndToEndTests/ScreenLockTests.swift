@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import Latchkey
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyTestSupport
 
 /// The agent drops the WhenUnlocked keys when the screen locks (a real dbus-daemon, a real screen-saver

@@ -1,5 +1,5 @@
 import Foundation
-import LatchkeyDesktop
+import LatchkeyDBus
 import XCTest
 
 /// What each object answers to a member it does not have, to arguments of the wrong signature, and to

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-import LatchkeyDesktop
+import LatchkeyDBus
 import XCTest
 
 /// The introspection data of every kind of object, parsed and compared with the members the Secret

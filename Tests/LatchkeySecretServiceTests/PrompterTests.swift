@@ -1,5 +1,5 @@
 import Foundation
-import LatchkeyDesktop
+import LatchkeyDBus
 import XCTest
 @testable import LatchkeySecretService
 

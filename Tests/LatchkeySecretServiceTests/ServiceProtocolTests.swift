@@ -1,5 +1,5 @@
 import Foundation
-import LatchkeyDesktop
+import LatchkeyDBus
 import LatchkeyTestSupport
 import XCTest
 @testable import Latchkey

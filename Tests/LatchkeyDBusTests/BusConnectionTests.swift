@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyTestSupport
 import XCTest
-@testable import LatchkeyDesktop
+@testable import LatchkeyDBus
 
 /// The sd-bus wrapper against a real private dbus-daemon.
 final class BusConnectionTests: XCTestCase {

@@ -1,4 +1,5 @@
 import CSystemd
+import LatchkeySystem
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyTestSupport
 import XCTest
-@testable import LatchkeyDesktop
+@testable import LatchkeyDBus
 
 /// `BusMessage.arguments(within:)` against a real private dbus-daemon: each cap is exact (the largest
 /// allowed value passes, one more is refused with `InvalidArgs`), an oversized message is refused with

@@ -4,7 +4,7 @@ import FoundationXML
 #endif
 import LatchkeyTestSupport
 import XCTest
-@testable import LatchkeyDesktop
+@testable import LatchkeyDBus
 
 /// Objects described by tables (`BusObject`): dispatch, `Properties` and introspection from the same
 /// table, against a real private dbus-daemon.

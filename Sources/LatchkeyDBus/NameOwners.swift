@@ -5,7 +5,9 @@
 /// well-known name. The owner comes from `GetNameOwner` at start and `NameOwnerChanged` afterwards: the
 /// match is installed before the query is sent, and the daemon delivers the reply and the signals in the
 /// order it processed them, so the last one seen always holds.
-final class NameOwners {
+///
+/// `package`: the lock watcher (LatchkeyDesktop) uses it; it is no part of the binding's public API.
+package final class NameOwners {
     static let daemon = "org.freedesktop.DBus"
 
     private var owners: [String: String] = [:]
@@ -14,16 +16,16 @@ final class NameOwners {
     private var pendingQueries = 0
 
     /// - Parameter onChange: runs when a name's owner changes after the initial query (nil: no owner).
-    init(names: [String], onChange: @escaping (_ name: String, _ owner: String?) -> Void) {
+    package init(names: [String], onChange: @escaping (_ name: String, _ owner: String?) -> Void) {
         self.names = names
         self.onChange = onChange
     }
 
     /// The unique name of `name`'s primary owner, if any.
-    func owner(of name: String) -> String? { owners[name] }
+    package func owner(of name: String) -> String? { owners[name] }
 
     /// Subscribes to ownership changes and queries the current owners; `ready` runs once all answered.
-    func start(on bus: Bus, ready: @escaping () -> Void) throws(BusError) {
+    package func start(on bus: Bus, ready: @escaping () -> Void) throws(BusError) {
         for name in names {
             let rule = Bus.signalRule(sender: Self.daemon, path: "/org/freedesktop/DBus", interface: Self.daemon,
                                       member: "NameOwnerChanged", arg0: name)
