@@ -70,7 +70,8 @@ let package = Package(
         // The agent protocol (requests and responses <-> bytes, caps, version byte); pure, no I/O.
         .target(name: "LatchkeyWire", dependencies: ["LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets"]),
         .target(name: "LatchkeyEngine",
-                dependencies: ["LatchkeyModel", "LatchkeyCodec", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore"]),
+                dependencies: ["LatchkeyModel", "LatchkeyCodec", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore",
+                               "LatchkeySystem", systemPackage]),
         // Frames on a socket and the socket's location; shared by the agent and the public library.
         .target(name: "LatchkeyTransport", dependencies: ["LatchkeyWire", "LatchkeySecrets", "LatchkeySystem", systemPackage]),
         .target(name: "CLatchkeySystem"),

@@ -58,7 +58,14 @@ public enum AgentMain {
         var serveSecretService = true
         var activation = false
         var prompterFromOption = false
-        if arguments.contains("--secret-service-activation") { ignoreActivationEnvironment() }
+        // Started by a service manager (D-Bus activation, or systemd socket activation: LISTEN_PID is this
+        // process), the agent's environment is one that any client of the session bus can change.
+        // (INVOCATION_ID would say "a systemd unit" too, but every program a desktop started through
+        // systemd inherits it, so it cannot tell the agent's own unit from a terminal's.)
+        let socketActivated = Environment.value("LISTEN_PID").flatMap(Int32.init) == getpid()
+        let sharedEnvironment = arguments.contains("--secret-service-activation") || socketActivated
+        let starter = arguments.contains("--secret-service-activation") ? "D-Bus activation" : "systemd socket activation"
+        if sharedEnvironment { ignoreSharedEnvironment(starter: starter) }
         var prompter = Environment.value("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
             ?? PinentryPrompter(command: ["pinentry"])
         var policy = LockPolicy.Settings()
@@ -119,11 +126,11 @@ public enum AgentMain {
             }
             index += 1
         }
-        if activation && !prompterFromOption && Environment.value("LATCHKEY_PROMPTER") != nil {
+        if sharedEnvironment && !prompterFromOption && Environment.value("LATCHKEY_PROMPTER") != nil {
             // Started by the bus: its activation environment can be changed by any client
             // (UpdateActivationEnvironment), so it must not choose who asks for the password.
             prompter = PinentryPrompter(command: ["pinentry"])
-            AgentLog.warning("ignoring LATCHKEY_PROMPTER: started by D-Bus activation (use --prompter in the .service file)")
+            AgentLog.warning("ignoring LATCHKEY_PROMPTER: started by \(starter) (use --prompter in the .service file)")
         }
         if daemon { daemonize() }
         for warning in Hardening.apply() { AgentLog.warning(warning) }
@@ -200,19 +207,28 @@ public enum AgentMain {
         chdir("/")
     }
 
-    /// Settings an agent started by D-Bus activation never takes from its environment: any client of
-    /// the session bus can change the activation environment (`UpdateActivationEnvironment`), and none
-    /// of them may weaken the agent (a day-long screen-lock grace, no idle lock, a log that rotates
-    /// away at once, a tiny Secret Service session cap). The .service file's command line sets them.
-    /// `LATCHKEY_PROMPTER` is handled where the prompter is chosen (`--prompter` may replace it).
-    static let activationIgnoredEnvironment = ["LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_LOG_LIMIT",
-                                                "LATCHKEY_MAX_SESSIONS"]
+    /// Settings an agent started by a service manager never takes from its environment: any client of
+    /// the session bus can change the environment D-Bus activation and the systemd user manager start
+    /// services with (`UpdateActivationEnvironment`), and none of them may weaken the agent (a day-long
+    /// screen-lock grace, no idle lock, a log that rotates away at once, a tiny Secret Service session
+    /// cap). The unit's or .service file's command line sets them. `LATCHKEY_PROMPTER` is handled where
+    /// the prompter is chosen (`--prompter` may replace it). This is defence in depth: such a client
+    /// runs as the user (docs/SECURITY.md, attacker 5).
+    static let sharedEnvironmentIgnored = ["LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_LOG_LIMIT",
+                                           "LATCHKEY_MAX_SESSIONS"]
+    /// Where an agent started by a service manager looks for programs (the prompter): a PATH from the
+    /// shared environment would choose which program receives the keychain password.
+    static let trustedPath = "/usr/local/bin:/usr/bin:/bin"
 
-    private static func ignoreActivationEnvironment() {
-        for name in activationIgnoredEnvironment where getenv(name) != nil {
+    private static func ignoreSharedEnvironment(starter: String) {
+        for name in sharedEnvironmentIgnored where getenv(name) != nil {
             unsetenv(name)
-            AgentLog.warning("ignoring \(name): started by D-Bus activation (use the option in the .service file)")
+            AgentLog.warning("ignoring \(name): started by \(starter) (use the option in the .service file)")
         }
+        if let path = Environment.value("PATH"), path != trustedPath {
+            AgentLog.warning("ignoring PATH=\(path): started by \(starter); programs are looked for in \(trustedPath)")
+        }
+        setenv("PATH", trustedPath, 1)
     }
 
     /// Tells a client that started us that the socket is listening: it passed the write end of a pipe
@@ -245,7 +261,9 @@ public enum AgentMain {
     }
 
     private static func usageError(_ message: String) -> Never {
-        AgentLog.printError("latchkeyd: \(message)\n\(usage)")
+        // The message may quote an environment value that anyone on the session bus chose: escaped, so
+        // it cannot forge a line of the journal.
+        AgentLog.printError("latchkeyd: \(LogLine.escaped(message))\n\(usage)")
         exit(64)
     }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LatchkeyDesktop
 import LatchkeyEngine
+import LatchkeySystem
 
 /// Runs the agent's `LockSchedule` (when it drops the WhenUnlocked keys by itself: a screen lock after
 /// a grace period, sleep at once, a time without keychain use) against the real monotonic clock: a
@@ -12,25 +13,17 @@ final class LockPolicy: @unchecked Sendable {
 
     private let keychain: Keychain
     private let idleLimited: Bool
-    // Heap-allocated: pthread objects must not move, and Swift does not promise a stable address for a
-    // stored property passed with `&`. Never freed: the timer thread keeps the policy alive for as long
-    // as the agent runs.
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var schedule: LockSchedule  // guarded by mutex
+    private let monitor = Monitor()
+    private var schedule: LockSchedule  // guarded by monitor
+    /// Counts the events that moved the deadline earlier (guarded by monitor): the timer thread sleeps
+    /// until its deadline or until this changes, so no wake-up is lost between reading the deadline
+    /// and starting to wait.
+    private var earlier: UInt64 = 0
 
     init(keychain: Keychain, settings: Settings) {
         self.keychain = keychain
         self.idleLimited = settings.idleLimit != nil
         self.schedule = LockSchedule(settings: settings, now: LockPolicy.now())
-        pthread_mutex_init(mutex, nil)
-        // Deadlines are monotonic, so the clock the wait uses must be too (a wall-clock jump must
-        // neither delay a lock nor fire one early).
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
         _ = startDetachedThread { [self] in timerLoop() }
     }
 
@@ -59,15 +52,16 @@ final class LockPolicy: @unchecked Sendable {
 
     private func apply(_ event: LockSchedule.Event) {
         let now = LockPolicy.now()
-        pthread_mutex_lock(mutex)
-        let before = schedule.deadline
-        let action = schedule.handle(event, now: now)
-        // Wake the timer only for a deadline earlier than the one it sleeps towards; a later one (a
-        // request restarting the idle clock) is found when it wakes, which saves a wake-up per request.
-        if let after = schedule.deadline, before.map({ after < $0 }) ?? true {
-            pthread_cond_signal(condition)
+        let (action, wake) = monitor.locked { () -> (LockSchedule.Action?, Bool) in
+            let before = schedule.deadline
+            let action = schedule.handle(event, now: now)
+            // Wake the timer only for a deadline earlier than the one it sleeps towards; a later one (a
+            // request restarting the idle clock) is found when it wakes, which saves a wake-up per request.
+            guard let after = schedule.deadline, before.map({ after < $0 }) ?? true else { return (action, false) }
+            earlier &+= 1
+            return (action, true)
         }
-        pthread_mutex_unlock(mutex)
+        if wake { monitor.signal() }
         if let action { perform(action) }
     }
 
@@ -82,28 +76,19 @@ final class LockPolicy: @unchecked Sendable {
         }
     }
 
-    /// Sleeps until the schedule's next deadline, then does what is due.
+    /// Sleeps until the schedule's next deadline (or until an event moves it earlier), then does what
+    /// is due.
     private func timerLoop() -> Never {
-        pthread_mutex_lock(mutex)
         while true {
-            let now = LockPolicy.now()
-            let due = schedule.advance(to: now)
+            let due = monitor.locked { schedule.advance(to: LockPolicy.now()) }
             if !due.isEmpty {
-                pthread_mutex_unlock(mutex)
                 due.forEach(perform)
-                pthread_mutex_lock(mutex)
                 continue
             }
-            if let next = schedule.deadline {
-                // A millisecond late, so that the deadline has passed when the wait returns.
-                var wake = timespec()
-                let total = max(next, now) + 0.001
-                wake.tv_sec = Int(total)
-                wake.tv_nsec = Int((total - Double(Int(total))) * 1e9)
-                pthread_cond_timedwait(condition, mutex, &wake)
-            } else {
-                pthread_cond_wait(condition, mutex)
-            }
+            let (deadline, seen) = monitor.locked { (schedule.deadline, earlier) }
+            // A millisecond late, so that the deadline has passed when the wait returns.
+            let timeout = deadline.map { max(0, $0 - LockPolicy.now()) + 0.001 }
+            _ = monitor.wait(timeout: timeout) { earlier != seen }
         }
     }
 

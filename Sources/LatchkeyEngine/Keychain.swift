@@ -50,7 +50,9 @@ public final class Keychain: @unchecked Sendable {
     /// SecItemCopyMatching.
     public func copyMatching(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
         let query = try ItemRules.prepared(DictionaryParser.parseQuery(dictionary, for: .copyMatching))
-        try gate.admit(query.returns.data ? .readData : .readAttributes, query, caller: caller)
+        // A certificate's (or an identity's) reference carries the certificate's DER, its item's data.
+        let readsData = query.returns.data || (query.returns.ref && (query.itemClass == .certificate || query.identity))
+        try gate.admit(readsData ? .readData : .readAttributes, query, caller: caller)
         return try withItems { items throws(SecError) in try items.copy(query) }
     }
 

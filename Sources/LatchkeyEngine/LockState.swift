@@ -6,6 +6,7 @@ import LatchkeyKeybag
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore
+import LatchkeySystem
 
 /// The keychain's lock state: its keybag (and the file it was read from), the class keys held, the
 /// device factor from the PAM hand-off, and the store those keys open. Creating, unlocking (by password,

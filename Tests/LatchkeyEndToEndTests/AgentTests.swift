@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import Latchkey
 import LatchkeySecrets
+import LatchkeyTestSupport
 
 /// The agent as users run it: started on demand, lock states, several clients, crashes.
 final class AgentTests: AgentTestCase {
@@ -37,6 +38,42 @@ final class AgentTests: AgentTestCase {
         XCTAssertEqual(lstat(runtimeDirectory + "/latchkey/agent.sock", &st), 0)
         XCTAssertEqual(st.st_mode & S_IFMT, S_IFSOCK)
         XCTAssertTrue(FileManager.default.fileExists(atPath: dataDirectory + "/latchkey/keychain.db"))
+    }
+
+    /// Started by systemd socket activation (as contrib/systemd/latchkeyd.socket does), the agent's
+    /// environment is the user manager's, which any session-bus client can change
+    /// (UpdateActivationEnvironment): it must not take its lock timing, log cap or prompter from there,
+    /// nor look for the prompter on that PATH.
+    func testSocketActivatedAgentIgnoresTheSharedEnvironment() throws {
+        let activator = "/usr/bin/systemd-socket-activate"
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: activator), "systemd-socket-activate is not installed")
+        let directory = runtimeDirectory + "/latchkey"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let log = runtimeDirectory + "/activator.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: activator)
+        process.arguments = ["--listen=\(directory)/agent.sock",
+                             "--setenv=LATCHKEY_LOCK_GRACE=86400", "--setenv=LATCHKEY_IDLE_LOCK=0",
+                             "--setenv=LATCHKEY_PROMPTER=/tmp/not-a-prompter", "--setenv=PATH=/tmp/evil:/usr/bin",
+                             Self.binDirectory + "/latchkeyd", "--no-desktop", "--no-secret-service"]
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        defer {
+            stopAgent()
+            process.terminate()
+            process.waitUntilExit()
+        }
+        // Wait until the activator listens, then the first connection starts the agent.
+        XCTAssertTrue(Poll.until(within: 10) { FileManager.default.fileExists(atPath: directory + "/agent.sock") })
+        XCTAssertNotNil(agentPID(), (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        for name in ["LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_PROMPTER"] {
+            XCTAssertTrue(text.contains("ignoring \(name): started by systemd socket activation"), text)
+        }
+        XCTAssertTrue(text.contains("ignoring PATH=/tmp/evil:/usr/bin: started by systemd socket activation; "
+                                    + "programs are looked for in /usr/local/bin:/usr/bin:/bin"), text)
     }
 
     func testLockStatesThroughTheLibrary() throws {
