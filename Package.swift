@@ -13,9 +13,9 @@
 //     `KeyOperations` are SecItem over sealed rows; `SecretServiceStorage` is how Secret Service items and
 //     state are sealed and indexed, the engine's only API for LatchkeySecretService.
 //   LatchkeySecretService: the collections, aliases and object paths, and the D-Bus objects.
-//   Only `Latchkey` is a library product: what modules share only among themselves is `package`, not `public`
-//     (still `public`: the engine's front, `Keychain`, `Caller` and their values, which the agent's and the
-//     Secret Service's public entry points name).
+//   Only `Latchkey` is a library product for applications: what modules share only among themselves is
+//     `package`, not `public`. Still `public`: LatchkeySecrets (`SecretBytes` is in KeychainControl's API)
+//     and LatchkeyStore (a product for Benchmarks/ only).
 //   Latchkey (public library) talks to the agent over LatchkeyWire and never holds a class key.
 //   LatchkeySystem (the lock, the condition, the thread starter, the environment, small files and local
 //   sockets on swift-system) imports nothing of ours, so any module may use it, LatchkeySecrets included.

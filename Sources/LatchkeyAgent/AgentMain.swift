@@ -12,7 +12,7 @@ import LatchkeyWire
 import Logging
 
 /// `latchkeyd` start-up: options, hardening, daemonising, the readiness signal and the server.
-public enum AgentMain {
+package enum AgentMain {
     static let usage = """
         usage: latchkeyd [--keychain DIR] [--lock-grace SECONDS] [--idle-lock MINUTES] [--no-desktop]
                          [--no-secret-service] [--prompter COMMAND] [--secret-service-activation]
@@ -47,7 +47,7 @@ public enum AgentMain {
 
         """
 
-    public static func run(arguments: [String]) -> Never {
+    package static func run(arguments: [String]) -> Never {
         // The only bootstrap in the package: every module below logs through a Logger it is given (or
         // AgentLog.logger), and this handler writes the agent's line format to standard error.
         LoggingSystem.bootstrap { _ in AgentLogHandler() }
@@ -185,7 +185,7 @@ public enum AgentMain {
     }
 
     /// `$XDG_DATA_HOME/latchkey`, or `~/.local/share/latchkey`.
-    public static func defaultKeychainDirectory() -> String {
+    package static func defaultKeychainDirectory() -> String {
         if let data = Environment.value("XDG_DATA_HOME"), data.hasPrefix("/") {
             return data + "/latchkey"
         }

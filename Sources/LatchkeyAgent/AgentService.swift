@@ -10,9 +10,9 @@ import LatchkeyWire
 
 /// Maps protocol requests onto the engine. Knows nothing of sockets: the server hands it decoded
 /// requests and the caller's identity, and sends back the response.
-public final class AgentService: Sendable {
+package final class AgentService: Sendable {
     /// The agent's version, reported by `hello`.
-    public static let version = "0.1.0"
+    package static let version = "0.1.0"
 
     let keychain: Keychain
     let sessions = SessionTracker()
@@ -22,14 +22,14 @@ public final class AgentService: Sendable {
     /// waiting out its grace period must not drop the keys just handed over.
     let onUnlock: @Sendable () -> Void
 
-    public init(keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {},
+    package init(keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {},
                 onUnlock: @escaping @Sendable () -> Void = {}) {
         self.keychain = keychain
         self.onItemRequest = onItemRequest
         self.onUnlock = onUnlock
     }
 
-    public func handle(_ request: Request, caller: Caller) -> Response {
+    package func handle(_ request: Request, caller: Caller) -> Response {
         switch request {
         case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
         default: break

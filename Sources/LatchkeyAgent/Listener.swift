@@ -8,10 +8,10 @@ import LatchkeyWire
 import SystemPackage
 
 /// Why the agent could not start listening.
-public struct ListenerError: Error, CustomStringConvertible {
-    public var description: String
+package struct ListenerError: Error, CustomStringConvertible {
+    package var description: String
     /// True when another agent already serves this user (not a failure of the caller's request).
-    public var alreadyRunning = false
+    package var alreadyRunning = false
 }
 
 /// The listening socket: inherited from systemd socket activation (`LISTEN_FDS`), or bound in the

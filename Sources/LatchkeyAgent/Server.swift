@@ -11,18 +11,18 @@ import LatchkeyWire
 
 /// The agent's socket server: one thread per connection, so a slow or stalled client holds only its own
 /// thread; the engine's mutex is taken only for the short work of each request.
-public final class AgentServer: @unchecked Sendable {
+package final class AgentServer: @unchecked Sendable {
     /// Connections served at once; more are refused, so a runaway client cannot exhaust threads.
-    public static let maximumConnections = 64
+    package static let maximumConnections = 64
     /// A client that starts a frame must finish it within this time, or it is disconnected.
-    public static let frameCompletionTimeout: Duration = .seconds(10)
+    package static let frameCompletionTimeout: Duration = .seconds(10)
 
     let service: AgentService
     private let listener: Listener
     private let endpoint: AgentEndpoint
     private let connections = AtomicCounter()
 
-    public init(endpoint: AgentEndpoint, keychain: Keychain,
+    package init(endpoint: AgentEndpoint, keychain: Keychain,
                 onItemRequest: @escaping @Sendable () -> Void = {},
                 onUnlock: @escaping @Sendable () -> Void = {}) throws {
         self.endpoint = endpoint
@@ -31,10 +31,10 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     /// The socket path clients connect to.
-    public var socketPath: String { endpoint.socketPath }
+    package var socketPath: String { endpoint.socketPath }
 
     /// Accepts connections until the process ends.
-    public func run() -> Never {
+    package func run() -> Never {
         while true {
             let fd = latchkey_accept_cloexec(listener.fd)
             if fd < 0 {
@@ -69,7 +69,7 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     /// Removes the socket file if this process created it (on a clean exit).
-    public func removeSocketFile() {
+    package func removeSocketFile() {
         if listener.ownsSocketFile { unlink(endpoint.socketPath) }
     }
 

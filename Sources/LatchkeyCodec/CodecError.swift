@@ -2,14 +2,14 @@
 ///
 /// The wire protocol turns these into the `WireError` cases of the same names; the engine reports them
 /// as a damaged item. Messages never quote the bytes: they may hold a password or item data.
-public enum CodecError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum CodecError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The bytes ran out before the value did.
     case truncated
     /// The bytes are structurally invalid (unknown tag, cap exceeded, invalid UTF-8, trailing bytes...).
     case malformed(String)
 
     /// A human-readable description, safe for logs.
-    public var description: String {
+    package var description: String {
         switch self {
         case .truncated: "truncated value"
         case .malformed(let why): "malformed value: \(why)"

@@ -6,7 +6,7 @@ import LatchkeyModel
 ///
 /// Two formats use it, so it lives apart from both, free of I/O: the agent protocol's values
 /// (docs/PROTOCOL.md §3) and the sealed attributes and Secret Service state at rest (docs/STORE.md).
-public enum ValueCodec {
+package enum ValueCodec {
     /// Type tags. Part of the protocol and of every keychain on disk: never renumber; a new tag needs a
     /// new protocol version and a store migration.
     enum Tag: UInt8 {
@@ -16,12 +16,12 @@ public enum ValueCodec {
 
     /// Deepest nesting of arrays and dictionaries in one value (8); the outermost container counts as
     /// 1. Bounds the decoder's recursion, hence its stack use. The protocol's `Wire.maxValueDepth`.
-    public static let maxDepth = 8
+    package static let maxDepth = 8
 
     /// Most entries in one array or dictionary (1,048,576). Memory stays bounded regardless, because
     /// every count is checked against the bytes left before anything is reserved. The protocol's
     /// `Wire.maxCollectionCount`.
-    public static let maxCollectionCount = 1 << 20
+    package static let maxCollectionCount = 1 << 20
 
     // Smallest possible encodings, used to reject counts the remaining bytes cannot possibly hold
     // before reserving any capacity for them.
@@ -34,7 +34,7 @@ public enum ValueCodec {
     ///
     /// Does not check the caps; call `validate(_:)` first when the value comes from outside your
     /// control, since a peer rejects what exceeds them.
-    public static func encode(_ value: SecValue, into out: inout [UInt8]) {
+    package static func encode(_ value: SecValue, into out: inout [UInt8]) {
         switch value {
         case .string(let s):
             out.append(Tag.string.rawValue)
@@ -77,7 +77,7 @@ public enum ValueCodec {
     ///
     /// Exact capacity matters for item data: a growing array leaves copies of its earlier contents in
     /// freed heap memory that nobody wipes.
-    public static func encode(_ value: SecValue) -> [UInt8] {
+    package static func encode(_ value: SecValue) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(encodedSize(value))
         encode(value, into: &out)
@@ -85,7 +85,7 @@ public enum ValueCodec {
     }
 
     /// Number of bytes `encode` produces for `value`.
-    public static func encodedSize(_ value: SecValue) -> Int {
+    package static func encodedSize(_ value: SecValue) -> Int {
         switch value {
         case .string(let s): 1 + 4 + s.utf8.count
         case .data(let d): 1 + 4 + d.count
@@ -106,7 +106,7 @@ public enum ValueCodec {
 
     /// Checks `value` against the decoder's caps (depth, entries per collection), so a sender can
     /// report errSecParam itself instead of having the peer reject the frame.
-    public static func validate(_ value: SecValue) throws(CodecError) {
+    package static func validate(_ value: SecValue) throws(CodecError) {
         try validate(value, depth: 0)
     }
 
@@ -135,7 +135,7 @@ public enum ValueCodec {
     // MARK: Decoding
 
     /// Decodes one value that must fill `bytes` exactly.
-    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> SecValue {
+    package static func decode(_ bytes: [UInt8]) throws(CodecError) -> SecValue {
         var offset = 0
         let value = try decode(bytes, offset: &offset)
         guard offset == bytes.count else {
@@ -145,7 +145,7 @@ public enum ValueCodec {
     }
 
     /// Decodes one value starting at `offset` and advances `offset` past it.
-    public static func decode(_ bytes: [UInt8], offset: inout Int) throws(CodecError) -> SecValue {
+    package static func decode(_ bytes: [UInt8], offset: inout Int) throws(CodecError) -> SecValue {
         guard offset >= 0, offset <= bytes.count else { throw .truncated }
         let start = offset
         let result = bytes.withUnsafeBytes { raw in

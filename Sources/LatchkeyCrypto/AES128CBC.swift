@@ -5,9 +5,9 @@ import LatchkeySecrets
 /// session algorithm `dh-ietf1024-sha256-aes128-cbc-pkcs7` (docs/SECRET-SERVICE.md §6).
 ///
 /// Unauthenticated: it protects a secret on its way over the local bus, never anything stored.
-public enum AES128CBC {
-    public static let keySize = 16
-    public static let blockSize = 16
+package enum AES128CBC {
+    package static let keySize = 16
+    package static let blockSize = 16
 
     /// Fetched once per process, like the algorithms in `OpenSSLAlgorithms`.
     nonisolated(unsafe) private static let cipher: OpaquePointer? = {
@@ -18,12 +18,12 @@ public enum AES128CBC {
 
     /// Encrypts `plaintext`; the result is padded to a whole number of blocks (one more block when the
     /// plaintext is already a multiple).
-    public static func encrypt(_ plaintext: [UInt8], key: SecretBytes, iv: [UInt8]) throws -> [UInt8] {
+    package static func encrypt(_ plaintext: [UInt8], key: SecretBytes, iv: [UInt8]) throws -> [UInt8] {
         try run(encrypt: true, plaintext, key: key, iv: iv)
     }
 
     /// Decrypts and removes the padding; a wrong length or wrong padding throws.
-    public static func decrypt(_ ciphertext: [UInt8], key: SecretBytes, iv: [UInt8]) throws -> [UInt8] {
+    package static func decrypt(_ ciphertext: [UInt8], key: SecretBytes, iv: [UInt8]) throws -> [UInt8] {
         guard !ciphertext.isEmpty, ciphertext.count % blockSize == 0 else {
             throw CryptoError.invalidInput("AES-CBC ciphertext is not a whole number of blocks")
         }

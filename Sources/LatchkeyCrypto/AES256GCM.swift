@@ -6,19 +6,19 @@ import LatchkeySecrets
 /// Sealed layout: `nonce (12) ‖ ciphertext (same length as plaintext) ‖ tag (16)`. Keeping the nonce
 /// inside the sealed bytes means a stored blob is self-contained and a caller can never pair a
 /// ciphertext with the wrong nonce. Each call uses its own cipher context, so concurrent use is safe.
-public enum AES256GCM {
+package enum AES256GCM {
     /// Key length in bytes.
-    public static let keySize = 32
+    package static let keySize = 32
     /// Nonce length in bytes (GCM's native 96-bit IV; other lengths would be hashed first).
-    public static let nonceSize = 12
+    package static let nonceSize = 12
     /// Authentication tag length in bytes (the full 128 bits; GCM tags must not be truncated here).
-    public static let tagSize = 16
+    package static let tagSize = 16
     /// Bytes a sealed box adds to its plaintext: nonce plus tag.
-    public static let overhead = 28
+    package static let overhead = 28
 
     /// Encrypts and authenticates `plaintext` and `aad`. `nonce` must be nil in production: a random
     /// nonce is drawn per call; the parameter exists so test vectors can be reproduced.
-    public static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, aad: [UInt8],
+    package static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, aad: [UInt8],
                             nonce: [UInt8]? = nil) throws -> [UInt8] {
         try checkKey(key)
         let nonceBytes = try nonce ?? SecureRandom.bytes(nonceSize)
@@ -59,19 +59,19 @@ public enum AES256GCM {
     }
 
     /// Array convenience for `seal(_:key:aad:nonce:)`.
-    public static func seal(_ plaintext: [UInt8], key: SecretBytes, aad: [UInt8], nonce: [UInt8]? = nil) throws -> [UInt8] {
+    package static func seal(_ plaintext: [UInt8], key: SecretBytes, aad: [UInt8], nonce: [UInt8]? = nil) throws -> [UInt8] {
         try plaintext.withUnsafeBytes { try seal($0, key: key, aad: aad, nonce: nonce) }
     }
 
     /// Seals secret bytes without copying them out of their wiping storage first.
-    public static func seal(_ plaintext: SecretBytes, key: SecretBytes, aad: [UInt8], nonce: [UInt8]? = nil) throws -> [UInt8] {
+    package static func seal(_ plaintext: SecretBytes, key: SecretBytes, aad: [UInt8], nonce: [UInt8]? = nil) throws -> [UInt8] {
         try plaintext.withUnsafeBytes { try seal($0, key: key, aad: aad, nonce: nonce) }
     }
 
     /// Verifies and decrypts a sealed box. Throws `.authenticationFailed` for a wrong key, wrong
     /// `aad`, any modified byte, or a box too short to contain nonce and tag; no plaintext is
     /// returned unless the tag verified.
-    public static func open(_ sealed: [UInt8], key: SecretBytes, aad: [UInt8]) throws -> [UInt8] {
+    package static func open(_ sealed: [UInt8], key: SecretBytes, aad: [UInt8]) throws -> [UInt8] {
         guard sealed.count >= overhead else { throw CryptoError.authenticationFailed }
         var plaintext = [UInt8](repeating: 0, count: sealed.count - overhead)
         do {
@@ -85,7 +85,7 @@ public enum AES256GCM {
 
     /// Like `open`, but decrypts straight into wiping storage so the plaintext (a key, a password)
     /// never exists in an ordinary array.
-    public static func openSecret(_ sealed: [UInt8], key: SecretBytes, aad: [UInt8]) throws -> SecretBytes {
+    package static func openSecret(_ sealed: [UInt8], key: SecretBytes, aad: [UInt8]) throws -> SecretBytes {
         guard sealed.count >= overhead else { throw CryptoError.authenticationFailed }
         let plaintext = SecretBytes(count: sealed.count - overhead)
         // On failure `plaintext` is released here and its deinit wipes whatever was decrypted.

@@ -2,35 +2,35 @@ internal import CArgon2
 import LatchkeySecrets
 
 /// Argon2id cost parameters, stored in the keybag header (docs/KEYBAG.md).
-public struct Argon2Parameters: Sendable, Equatable, Codable {
+package struct Argon2Parameters: Sendable, Equatable, Codable {
     /// Number of passes over memory (`t`).
-    public var timeCost: UInt32
+    package var timeCost: UInt32
     /// Memory in KiB (`m`).
-    public var memoryKiB: UInt32
+    package var memoryKiB: UInt32
     /// Lanes and threads (`p`). Part of the result: the same password with a different `p` gives a
     /// different key, so it is stored, not chosen per machine.
-    public var parallelism: UInt32
+    package var parallelism: UInt32
 
     /// Parameters for new keybags: 256 MiB, 2 passes, 2 lanes. Measured at 0.27–0.35 s on the
     /// 2-core reference machine (docs/KEYBAG.md, "Argon2id parameters"), inside the 0.2–0.5 s budget
     /// for a derivation and leaving a login (pam_latchkey) well under 0.6 s, with memory four times
     /// the 64 MiB floor.
-    public static let `default` = Argon2Parameters(timeCost: 2, memoryKiB: 262_144, parallelism: 2)
+    package static let `default` = Argon2Parameters(timeCost: 2, memoryKiB: 262_144, parallelism: 2)
 
     /// The least memory `Keybag.create` accepts unless weak parameters are explicitly allowed
     /// (64 MiB, RFC 9106's second recommended option). `validate()` itself only enforces what
     /// libargon2 needs, so tests can use cheap parameters.
-    public static let minimumMemoryKiB: UInt32 = 65536
+    package static let minimumMemoryKiB: UInt32 = 65536
 
     /// Largest memory `validate()` accepts (4 GiB): more would make a stored keybag impossible to
     /// open on ordinary machines, which is indistinguishable from data loss.
-    public static let maximumMemoryKiB: UInt32 = 4 * 1024 * 1024
+    package static let maximumMemoryKiB: UInt32 = 4 * 1024 * 1024
 
     /// Largest parallelism `validate()` accepts.
-    public static let maximumParallelism: UInt32 = 16
+    package static let maximumParallelism: UInt32 = 16
 
     /// Parameters as given; call `validate()` before use.
-    public init(timeCost: UInt32, memoryKiB: UInt32, parallelism: UInt32) {
+    package init(timeCost: UInt32, memoryKiB: UInt32, parallelism: UInt32) {
         self.timeCost = timeCost
         self.memoryKiB = memoryKiB
         self.parallelism = parallelism
@@ -39,7 +39,7 @@ public struct Argon2Parameters: Sendable, Equatable, Codable {
     /// Rejects parameters libargon2 cannot run or that no sane keybag would contain: `timeCost` 0,
     /// `parallelism` 0 or above 16, memory below 8 KiB per lane (Argon2's own minimum) or above 4 GiB.
     /// Throws `CryptoError.invalidInput`. Does not apply the 64 MiB creation floor.
-    public func validate() throws {
+    package func validate() throws {
         guard timeCost >= 1 else { throw CryptoError.invalidInput("Argon2 time cost must be at least 1") }
         guard parallelism >= 1, parallelism <= Self.maximumParallelism else {
             throw CryptoError.invalidInput("Argon2 parallelism must be 1...\(Self.maximumParallelism)")
@@ -52,10 +52,10 @@ public struct Argon2Parameters: Sendable, Equatable, Codable {
 }
 
 /// Argon2id (RFC 9106, version 0x13) through libargon2.
-public enum Argon2id {
+package enum Argon2id {
     /// Derives `length` bytes from `password` and `salt` (at least 8 bytes) into wiping storage.
     /// The password bytes are used as given, with no normalisation. Slow by design.
-    public static func deriveKey(password: SecretBytes, salt: [UInt8], parameters: Argon2Parameters,
+    package static func deriveKey(password: SecretBytes, salt: [UInt8], parameters: Argon2Parameters,
                                  length: Int = 32) throws -> SecretBytes {
         try derive(password: password, salt: salt, secret: [], associatedData: [], parameters: parameters, length: length)
     }

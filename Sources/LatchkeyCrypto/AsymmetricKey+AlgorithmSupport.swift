@@ -8,7 +8,7 @@
 /// private key's raw decryption); latchkey answers no to those.
 extension AsymmetricKey {
     /// Apple's `SecKeyOperationType`, with Apple's raw values.
-    public enum Operation: Int, Sendable, CaseIterable {
+    package enum Operation: Int, Sendable, CaseIterable {
         /// `kSecKeyOperationTypeSign` (`SecKeyCreateSignature`).
         case sign = 0
         /// `kSecKeyOperationTypeVerify` (`SecKeyVerifySignature`).
@@ -22,14 +22,14 @@ extension AsymmetricKey {
     }
 
     /// Whether this key supports `algorithm` (an Apple algorithm string) for `operation`.
-    public func isSupported(_ operation: Operation, algorithm: String) -> Bool {
+    package func isSupported(_ operation: Operation, algorithm: String) -> Bool {
         Self.isSupported(operation, algorithm: algorithm, keyAlgorithm: self.algorithm, isPrivate: isPrivate,
                          sizeInBits: sizeInBits)
     }
 
     /// The same answer from a key's attributes alone (type, class, size), for code that does not
     /// hold the key itself (the library answers for keys that stay inside the agent).
-    public static func isSupported(_ operation: Operation, algorithm: String, keyAlgorithm: Algorithm,
+    package static func isSupported(_ operation: Operation, algorithm: String, keyAlgorithm: Algorithm,
                                    isPrivate: Bool, sizeInBits: Int) -> Bool {
         let blockSize = (sizeInBits + 7) / 8
         switch operation {
@@ -52,18 +52,18 @@ extension AsymmetricKey {
 
     /// Whether this key can use a signature algorithm in the direction its class allows: signing
     /// for a private key, verifying for a public one.
-    public func supports(_ algorithm: SignatureAlgorithm) -> Bool {
+    package func supports(_ algorithm: SignatureAlgorithm) -> Bool {
         isSupported(isPrivate ? .sign : .verify, algorithm: algorithm.rawValue)
     }
 
     /// Whether this key can use an encryption algorithm in the direction its class allows:
     /// decrypting for a private key, encrypting for a public one.
-    public func supports(_ algorithm: EncryptionAlgorithm) -> Bool {
+    package func supports(_ algorithm: EncryptionAlgorithm) -> Bool {
         isSupported(isPrivate ? .decrypt : .encrypt, algorithm: algorithm.rawValue)
     }
 
     /// Whether this key can run a key-exchange algorithm (an EC private key).
-    public func supports(_ algorithm: KeyExchangeAlgorithm) -> Bool {
+    package func supports(_ algorithm: KeyExchangeAlgorithm) -> Bool {
         isSupported(.keyExchange, algorithm: algorithm.rawValue)
     }
 }

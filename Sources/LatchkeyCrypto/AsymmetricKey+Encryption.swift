@@ -20,7 +20,7 @@ extension AsymmetricKey {
     ///
     /// Throws `.unsupported` if the algorithm does not fit the key (wrong type, a private key, a
     /// modulus too small for the padding) and `.invalidInput` for plaintext too long for the padding.
-    public func encrypt(_ algorithm: EncryptionAlgorithm, _ plaintext: SecretBytes) throws(CryptoError) -> [UInt8] {
+    package func encrypt(_ algorithm: EncryptionAlgorithm, _ plaintext: SecretBytes) throws(CryptoError) -> [UInt8] {
         guard isSupported(.encrypt, algorithm: algorithm.rawValue) else {
             throw CryptoError.unsupported("\(algorithm.rawValue) cannot encrypt with this key")
         }
@@ -34,7 +34,7 @@ extension AsymmetricKey {
     }
 
     /// `encrypt(_:_:)` for plaintext in an ordinary array.
-    public func encrypt(_ algorithm: EncryptionAlgorithm, _ plaintext: [UInt8]) throws(CryptoError) -> [UInt8] {
+    package func encrypt(_ algorithm: EncryptionAlgorithm, _ plaintext: [UInt8]) throws(CryptoError) -> [UInt8] {
         try encrypt(algorithm, SecretBytes(copying: plaintext))
     }
 
@@ -42,7 +42,7 @@ extension AsymmetricKey {
     ///
     /// Throws `.unsupported` as `encrypt` does, `.invalidInput` for ciphertext of an impossible
     /// length, and `.authenticationFailed` when the ciphertext does not decrypt under this key.
-    public func decrypt(_ algorithm: EncryptionAlgorithm, _ ciphertext: [UInt8]) throws(CryptoError) -> SecretBytes {
+    package func decrypt(_ algorithm: EncryptionAlgorithm, _ ciphertext: [UInt8]) throws(CryptoError) -> SecretBytes {
         guard isSupported(.decrypt, algorithm: algorithm.rawValue) else {
             throw CryptoError.unsupported("\(algorithm.rawValue) cannot decrypt with this key")
         }

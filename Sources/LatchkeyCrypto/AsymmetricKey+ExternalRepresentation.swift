@@ -24,7 +24,7 @@ extension AsymmetricKey {
     /// `validate: false` skips OpenSSL's key check (the RSA primality and pairwise tests cost tens of
     /// milliseconds to seconds): only for bytes that were validated before and have been authenticated
     /// since, such as a keychain item's (AES-GCM sealed) key material. Structure is always checked.
-    public convenience init(externalRepresentation data: SecretBytes, algorithm: Algorithm, isPrivate: Bool,
+    package convenience init(externalRepresentation data: SecretBytes, algorithm: Algorithm, isPrivate: Bool,
                             validate: Bool = true) throws(CryptoError) {
         var made: OpaquePointer?
         var failure: CryptoError?
@@ -43,7 +43,7 @@ extension AsymmetricKey {
     }
 
     /// `init(externalRepresentation:algorithm:isPrivate:)` for data in an ordinary array (public keys).
-    public convenience init(externalRepresentation data: [UInt8], algorithm: Algorithm, isPrivate: Bool,
+    package convenience init(externalRepresentation data: [UInt8], algorithm: Algorithm, isPrivate: Bool,
                             validate: Bool = true) throws(CryptoError) {
         try self.init(externalRepresentation: SecretBytes(copying: data), algorithm: algorithm, isPrivate: isPrivate,
                       validate: validate)
@@ -51,7 +51,7 @@ extension AsymmetricKey {
 
     /// Apple's `SecKeyCopyExternalRepresentation`: PKCS#1 DER for RSA, `04 ‖ X ‖ Y [‖ K]` for EC.
     /// For a public key this is `publicKeyBytes`.
-    public func externalRepresentation() throws(CryptoError) -> SecretBytes {
+    package func externalRepresentation() throws(CryptoError) -> SecretBytes {
         guard isPrivate else { return SecretBytes(copying: publicKeyBytes) }
         switch algorithm {
         case .rsa:

@@ -5,7 +5,7 @@ import LatchkeySecrets
 /// SubjectPublicKeyInfo, and the traditional PKCS#1 RSA and SEC1 EC files, as DER or PEM.
 extension AsymmetricKey {
     /// PEM labels that hold a key; other blocks (certificates, `EC PARAMETERS`) are skipped.
-    public static let pemKeyLabels: Set<String> = [
+    package static let pemKeyLabels: Set<String> = [
         "PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "PUBLIC KEY", "RSA PUBLIC KEY",
     ]
 
@@ -13,13 +13,13 @@ extension AsymmetricKey {
     /// `SubjectPublicKeyInfo`, PKCS#1 `RSAPrivateKey`/`RSAPublicKey` or SEC1 `ECPrivateKey`.
     /// Throws `.wrongPassword` when an encrypted key does not open, `.invalidInput` for anything
     /// else that does not decode, `.unsupported` for keys other than RSA and P-256/384/521.
-    public convenience init(der: SecretBytes, password: SecretBytes? = nil) throws(CryptoError) {
+    package convenience init(der: SecretBytes, password: SecretBytes? = nil) throws(CryptoError) {
         try self.init(adopting: Self.decode(der: der, password: password))
     }
 
     /// A key from PEM text: the first block whose label is in `pemKeyLabels`. Legacy encrypted PEM
     /// (`Proc-Type: 4,ENCRYPTED`) is decrypted by OpenSSL with `password`.
-    public convenience init(pem: SecretBytes, password: SecretBytes? = nil) throws(CryptoError) {
+    package convenience init(pem: SecretBytes, password: SecretBytes? = nil) throws(CryptoError) {
         try self.init(adopting: Self.decode(pem: pem, password: password))
     }
 
@@ -58,26 +58,26 @@ extension AsymmetricKey {
 
     /// PKCS#8 `PrivateKeyInfo` DER of a private key; with a password, `EncryptedPrivateKeyInfo`
     /// (PBES2: PBKDF2-HMAC-SHA256 and AES-256-CBC, OpenSSL 3's default).
-    public func pkcs8DER(password: SecretBytes? = nil) throws(CryptoError) -> SecretBytes {
+    package func pkcs8DER(password: SecretBytes? = nil) throws(CryptoError) -> SecretBytes {
         guard isPrivate else { throw CryptoError.invalidInput("only a private key has a PKCS#8 form") }
         return try KeyCodec.encode(pkey, selection: KeyCodec.keyPairSelection, outputType: "DER", structure: "PrivateKeyInfo",
                                    cipher: password == nil ? nil : "AES-256-CBC", password: password)
     }
 
     /// `pkcs8DER(password:)` as PEM (`PRIVATE KEY` or `ENCRYPTED PRIVATE KEY`), in wiping storage.
-    public func pkcs8PEM(password: SecretBytes? = nil) throws(CryptoError) -> SecretBytes {
+    package func pkcs8PEM(password: SecretBytes? = nil) throws(CryptoError) -> SecretBytes {
         let der = try pkcs8DER(password: password)
         return PEM.encode(secret: der, label: password == nil ? "PRIVATE KEY" : "ENCRYPTED PRIVATE KEY")
     }
 
     /// The public key as `SubjectPublicKeyInfo` DER (what a certificate embeds).
-    public func subjectPublicKeyInfoDER() throws(CryptoError) -> [UInt8] {
+    package func subjectPublicKeyInfoDER() throws(CryptoError) -> [UInt8] {
         try KeyCodec.encode(pkey, selection: KeyCodec.publicSelection, outputType: "DER",
                             structure: "SubjectPublicKeyInfo").unsafeCopyToArray()
     }
 
     /// `subjectPublicKeyInfoDER()` as a `PUBLIC KEY` PEM block.
-    public func subjectPublicKeyInfoPEM() throws(CryptoError) -> String {
+    package func subjectPublicKeyInfoPEM() throws(CryptoError) -> String {
         PEM.encode(try subjectPublicKeyInfoDER(), label: "PUBLIC KEY")
     }
 

@@ -8,7 +8,7 @@ import LatchkeySecrets
 /// `ccecdh_compute_shared_secret`). The X9.63 variants run that secret through the ANSI X9.63 KDF
 /// with the caller's shared info and requested size (`SecKeyECDHCopyX963Result`); Apple's
 /// `kSecKeyKeyExchangeParameterRequestedSize` is required for them.
-public enum KeyExchangeAlgorithm: String, Sendable, CaseIterable {
+package enum KeyExchangeAlgorithm: String, Sendable, CaseIterable {
     /// `kSecKeyAlgorithmECDHKeyExchangeStandard`.
     case ecdhKeyExchangeStandard = "algid:keyexchange:ECDH"
     /// `kSecKeyAlgorithmECDHKeyExchangeStandardX963SHA1`.
@@ -35,10 +35,10 @@ public enum KeyExchangeAlgorithm: String, Sendable, CaseIterable {
     case ecdhKeyExchangeCofactorX963SHA512 = "algid:keyexchange:ECDHC:KDFX963:SHA512"
 
     /// True for the cofactor variants.
-    public var usesCofactor: Bool { rawValue.hasPrefix("algid:keyexchange:ECDHC") }
+    package var usesCofactor: Bool { rawValue.hasPrefix("algid:keyexchange:ECDHC") }
 
     /// The X9.63 KDF hash, or nil for the raw shared secret.
-    public var kdfDigest: DigestAlgorithm? {
+    package var kdfDigest: DigestAlgorithm? {
         let name = rawValue
         if name.hasSuffix("SHA1") { return .sha1 }
         if name.hasSuffix("SHA224") { return .sha224 }
@@ -51,12 +51,12 @@ public enum KeyExchangeAlgorithm: String, Sendable, CaseIterable {
 
 extension AsymmetricKey {
     /// Largest output `keyExchange` derives (a cap on a caller-supplied size, far above any key).
-    public static let maximumKeyExchangeOutput = 1 << 16
+    package static let maximumKeyExchangeOutput = 1 << 16
 
     /// ECDH between this private key and `peer`'s public half (on the same curve), optionally
     /// through the X9.63 KDF. `requestedSize` (bytes, 1...`maximumKeyExchangeOutput`) is required
     /// for the KDF variants and ignored otherwise, as is `sharedInfo`.
-    public func keyExchange(_ algorithm: KeyExchangeAlgorithm, with peer: AsymmetricKey, requestedSize: Int? = nil,
+    package func keyExchange(_ algorithm: KeyExchangeAlgorithm, with peer: AsymmetricKey, requestedSize: Int? = nil,
                             sharedInfo: [UInt8] = []) throws(CryptoError) -> SecretBytes {
         guard isSupported(.keyExchange, algorithm: algorithm.rawValue) else {
             throw CryptoError.unsupported("\(algorithm.rawValue) needs an EC private key")

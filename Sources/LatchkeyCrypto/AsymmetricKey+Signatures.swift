@@ -11,7 +11,7 @@ extension AsymmetricKey {
     /// Throws `.unsupported` if the algorithm does not fit the key (wrong key type, a public key,
     /// RSA-PSS with a modulus too small for the hash), `.invalidInput` for a digest of the wrong length
     /// or raw input too long for the modulus.
-    public func sign(_ algorithm: SignatureAlgorithm, _ input: [UInt8]) throws(CryptoError) -> [UInt8] {
+    package func sign(_ algorithm: SignatureAlgorithm, _ input: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard isSupported(.sign, algorithm: algorithm.rawValue) else {
             throw CryptoError.unsupported("\(algorithm.rawValue) cannot sign with this key")
         }
@@ -44,7 +44,7 @@ extension AsymmetricKey {
     /// Verifies `signature` over `input` with this public key: true if it is valid, false for any bad
     /// or malformed signature. Throws only for misuse (`.unsupported` algorithm for the key,
     /// `.invalidInput` digest of the wrong length).
-    public func verify(_ algorithm: SignatureAlgorithm, _ input: [UInt8], signature: [UInt8]) throws(CryptoError) -> Bool {
+    package func verify(_ algorithm: SignatureAlgorithm, _ input: [UInt8], signature: [UInt8]) throws(CryptoError) -> Bool {
         guard isSupported(.verify, algorithm: algorithm.rawValue) else {
             throw CryptoError.unsupported("\(algorithm.rawValue) cannot verify with this key")
         }

@@ -12,22 +12,22 @@ import LatchkeySecrets
 /// (PKCS#8, SubjectPublicKeyInfo, PEM) in `+Formats`, and the operations in `+Signatures`,
 /// `+Encryption`, `ECIES.swift` and `+KeyExchange`. `+AlgorithmSupport` says which algorithm each
 /// kind of key supports.
-public final class AsymmetricKey: @unchecked Sendable {
+package final class AsymmetricKey: @unchecked Sendable {
     /// The key type: Apple's `kSecAttrKeyTypeRSA` or `kSecAttrKeyTypeECSECPrimeRandom`.
-    public enum Algorithm: Sendable, Equatable, Hashable {
+    package enum Algorithm: Sendable, Equatable, Hashable {
         case rsa, ec
     }
 
     /// RSA or EC.
-    public let algorithm: Algorithm
+    package let algorithm: Algorithm
     /// RSA: the modulus length in bits. EC: 256, 384 or 521 (Apple's `kSecAttrKeySizeInBits`).
-    public let sizeInBits: Int
+    package let sizeInBits: Int
     /// True for a private key (which also holds its public half).
-    public let isPrivate: Bool
+    package let isPrivate: Bool
     /// The public key's external representation: PKCS#1 `RSAPublicKey` DER for RSA, the X9.63
     /// uncompressed point `04 ‖ X ‖ Y` for EC. These are exactly the contents of a certificate's
     /// subjectPublicKey BIT STRING, and their SHA-1 is Apple's `kSecAttrApplicationLabel`.
-    public let publicKeyBytes: [UInt8]
+    package let publicKeyBytes: [UInt8]
 
     /// The OpenSSL key, owned.
     let pkey: OpaquePointer
@@ -36,9 +36,9 @@ public final class AsymmetricKey: @unchecked Sendable {
 
     /// Smallest and largest RSA modulus accepted from outside (Apple's own limit is 8192 bits; keys
     /// below 512 bits are toys that OpenSSL's checks refuse anyway).
-    public static let importableRSABits = 512...8192
+    package static let importableRSABits = 512...8192
     /// RSA sizes `generateRSA(bits:)` accepts, as Apple's `SecKeyCreateRandomKey` does in practice.
-    public static let generatableRSABits = 1024...4096
+    package static let generatableRSABits = 1024...4096
 
     /// Takes ownership of `pkey` (freed here if it is not an RSA or supported EC key).
     init(adopting pkey: OpaquePointer) throws(CryptoError) {
@@ -59,7 +59,7 @@ public final class AsymmetricKey: @unchecked Sendable {
     deinit { EVP_PKEY_free(pkey) }
 
     /// Apple's `SecKeyGetBlockSize`: bytes of the RSA modulus, or of an EC field element.
-    public var blockSize: Int {
+    package var blockSize: Int {
         switch algorithm {
         case .rsa: (sizeInBits + 7) / 8
         case .ec: curve!.fieldSize
@@ -68,13 +68,13 @@ public final class AsymmetricKey: @unchecked Sendable {
 
     /// SHA-1 of `publicKeyBytes`: Apple's `kSecAttrApplicationLabel` (`klbl`) for a key and the
     /// public-key hash (`pkhh`) of its certificate.
-    public var applicationLabel: [UInt8] { SHA1.hash(publicKeyBytes) }
+    package var applicationLabel: [UInt8] { SHA1.hash(publicKeyBytes) }
 
     // MARK: Generation
 
     /// A new RSA key pair with public exponent 65537. `bits` must be in `generatableRSABits` and a
     /// multiple of 8; otherwise throws `.invalidInput`. Slow for large sizes (4096 bits: seconds).
-    public static func generateRSA(bits: Int) throws(CryptoError) -> AsymmetricKey {
+    package static func generateRSA(bits: Int) throws(CryptoError) -> AsymmetricKey {
         guard generatableRSABits.contains(bits), bits % 8 == 0 else {
             throw CryptoError.invalidInput("RSA key size must be a multiple of 8 from 1024 to 4096 bits")
         }
@@ -90,7 +90,7 @@ public final class AsymmetricKey: @unchecked Sendable {
 
     /// A new EC key pair on P-256, P-384 or P-521 (`bits` 256, 384 or 521); other sizes throw
     /// `.invalidInput`.
-    public static func generateEC(bits: Int) throws(CryptoError) -> AsymmetricKey {
+    package static func generateEC(bits: Int) throws(CryptoError) -> AsymmetricKey {
         guard let curve = EllipticCurve(bits: bits) else {
             throw CryptoError.invalidInput("EC key size must be 256, 384 or 521 bits")
         }
@@ -108,7 +108,7 @@ public final class AsymmetricKey: @unchecked Sendable {
     // MARK: Public half
 
     /// The public half of this key (the key itself if it is already public).
-    public func publicKey() throws(CryptoError) -> AsymmetricKey {
+    package func publicKey() throws(CryptoError) -> AsymmetricKey {
         guard isPrivate else { return self }
         return try AsymmetricKey(externalRepresentation: publicKeyBytes, algorithm: algorithm, isPrivate: false)
     }

@@ -2,7 +2,7 @@
 ///
 /// Messages name the operation and the library's reason only; no key, password or plaintext byte
 /// ever reaches an error string, because errors end up in logs and on the wire.
-public enum CryptoError: Error, Equatable {
+package enum CryptoError: Error, Equatable {
     /// An AES-GCM tag did not verify, or the sealed box was too short to hold one. Deliberately
     /// says nothing more, so callers cannot act as a decryption oracle.
     case authenticationFailed

@@ -10,12 +10,12 @@ import LatchkeySecrets
 ///
 /// 1024-bit DH is weak by today's standards; the Secret Service uses it only to keep secrets from
 /// being plain text on the local bus, which every process of the user can reach anyway.
-public final class OakleyGroup2KeyPair: @unchecked Sendable {
+package final class OakleyGroup2KeyPair: @unchecked Sendable {
     /// Bytes of the prime, of a public key and of a shared secret.
-    public static let size = 128
+    package static let size = 128
 
     /// RFC 2409 §6.2: 2^1024 - 2^960 - 1 + 2^64 * (floor(2^894 pi) + 129093), big-endian.
-    public static let prime: [UInt8] = [
+    package static let prime: [UInt8] = [
         0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xC9, 0x0F, 0xDA, 0xA2, 0x21, 0x68, 0xC2, 0x34,
         0xC4, 0xC6, 0x62, 0x8B, 0x80, 0xDC, 0x1C, 0xD1, 0x29, 0x02, 0x4E, 0x08, 0x8A, 0x67, 0xCC, 0x74,
         0x02, 0x0B, 0xBE, 0xA6, 0x3B, 0x13, 0x9B, 0x22, 0x51, 0x4A, 0x08, 0x79, 0x8E, 0x34, 0x04, 0xDD,
@@ -31,7 +31,7 @@ public final class OakleyGroup2KeyPair: @unchecked Sendable {
     private let key: OpaquePointer
 
     /// Generates a fresh key pair.
-    public init() throws {
+    package init() throws {
         let parameters = try Self.makeKey(selection: Self.parametersSelection, publicKey: nil)
         defer { EVP_PKEY_free(parameters) }
         guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, parameters, nil) else { throw opensslError("DH keygen context") }
@@ -46,7 +46,7 @@ public final class OakleyGroup2KeyPair: @unchecked Sendable {
     deinit { EVP_PKEY_free(key) }
 
     /// Our public key, big-endian, left-padded with zeros to 128 bytes.
-    public func publicKey() throws -> [UInt8] {
+    package func publicKey() throws -> [UInt8] {
         var native = [UInt8](repeating: 0, count: Self.size)
         let ok = native.withUnsafeMutableBufferPointer { buffer -> Int32 in
             var params = [OSSL_PARAM_construct_BN(Names.pub, buffer.baseAddress, buffer.count), OSSL_PARAM_construct_end()]
@@ -58,7 +58,7 @@ public final class OakleyGroup2KeyPair: @unchecked Sendable {
 
     /// The shared secret with a peer whose public key is `peer` (big-endian, at most 128 bytes),
     /// left-padded with zeros to 128 bytes. Throws `.invalidInput` for a key that is not in 2 ... p-2.
-    public func sharedSecret(peer: [UInt8]) throws -> SecretBytes {
+    package func sharedSecret(peer: [UInt8]) throws -> SecretBytes {
         guard peer.count <= Self.size, Self.isValidPublicKey(peer) else {
             throw CryptoError.invalidInput("the peer's DH public key is out of range")
         }

@@ -2,11 +2,11 @@ internal import COpenSSL
 import LatchkeySecrets
 
 /// The hash functions Apple's SecKey algorithms name (SHA-1 and the SHA-2 family).
-public enum DigestAlgorithm: Sendable, CaseIterable {
+package enum DigestAlgorithm: Sendable, CaseIterable {
     case sha1, sha224, sha256, sha384, sha512
 
     /// Output length in bytes.
-    public var size: Int {
+    package var size: Int {
         switch self {
         case .sha1: 20
         case .sha224: 28
@@ -17,7 +17,7 @@ public enum DigestAlgorithm: Sendable, CaseIterable {
     }
 
     /// The digest of `data`.
-    public func hash(_ data: [UInt8]) throws(CryptoError) -> [UInt8] {
+    package func hash(_ data: [UInt8]) throws(CryptoError) -> [UInt8] {
         let md = try self.md()
         var out = [UInt8](repeating: 0, count: size)
         var written: UInt32 = 0

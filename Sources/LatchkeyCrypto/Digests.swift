@@ -1,18 +1,18 @@
 internal import COpenSSL
 
 /// SHA-256 (FIPS 180-4).
-public enum SHA256 {
+package enum SHA256 {
     /// The 32-byte SHA-256 digest of `data`.
-    public static func hash(_ data: [UInt8]) -> [UInt8] {
+    package static func hash(_ data: [UInt8]) -> [UInt8] {
         digest(data, OpenSSLAlgorithms.shared.sha256, name: "SHA-256", size: 32)
     }
 }
 
 /// SHA-1, only for identifiers that Apple's API defines with it (the public-key hash behind
 /// `kSecAttrApplicationLabel`); never for anything that needs collision resistance.
-public enum SHA1 {
+package enum SHA1 {
     /// The 20-byte SHA-1 digest of `data`.
-    public static func hash(_ data: [UInt8]) -> [UInt8] {
+    package static func hash(_ data: [UInt8]) -> [UInt8] {
         digest(data, OpenSSLAlgorithms.shared.sha1, name: "SHA-1", size: 20)
     }
 }

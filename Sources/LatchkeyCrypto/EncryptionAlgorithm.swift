@@ -1,7 +1,7 @@
 /// Apple's encryption algorithms (`SecKeyAlgorithm` for `SecKeyCreateEncryptedData` and
 /// `SecKeyCreateDecryptedData`). Raw values are Apple's exact `kSecKeyAlgorithm…` strings, copied from
 /// Security's `OSX/sec/Security/SecKeyAdaptors.m`.
-public enum EncryptionAlgorithm: String, Sendable, CaseIterable {
+package enum EncryptionAlgorithm: String, Sendable, CaseIterable {
     /// Raw RSA: the input, left-padded to the modulus size, is encrypted as a number.
     case rsaEncryptionRaw = "algid:encrypt:RSA:raw"
     /// RSAES-PKCS1-v1_5.
@@ -70,13 +70,13 @@ public enum EncryptionAlgorithm: String, Sendable, CaseIterable {
     }
 
     /// The key type the algorithm needs.
-    public var keyAlgorithm: AsymmetricKey.Algorithm {
+    package var keyAlgorithm: AsymmetricKey.Algorithm {
         if case .ecies = scheme { return .ec }
         return .rsa
     }
 
     /// The hash named by the algorithm (OAEP and MGF1 hash, or the X9.63 KDF hash), if any.
-    public var digest: DigestAlgorithm? {
+    package var digest: DigestAlgorithm? {
         let name = rawValue
         if name.contains("SHA512") { return .sha512 }
         if name.contains("SHA384") { return .sha384 }

@@ -2,10 +2,10 @@ internal import COpenSSL
 import LatchkeySecrets
 
 /// HKDF (RFC 5869) through OpenSSL's `EVP_KDF` "HKDF", extract-then-expand mode.
-public enum HKDF {
+package enum HKDF {
     /// HKDF-SHA256 of `ikm` with `salt` and `info`, producing `count` bytes (1...8160) into wiping
     /// storage. An empty salt is equivalent to RFC 5869's default of 32 zero bytes.
-    public static func sha256(ikm: SecretBytes, salt: [UInt8], info: [UInt8], count: Int) throws -> SecretBytes {
+    package static func sha256(ikm: SecretBytes, salt: [UInt8], info: [UInt8], count: Int) throws -> SecretBytes {
         guard count > 0, count <= 255 * 32 else { throw CryptoError.invalidInput("HKDF output length out of range") }
         let kdf = try OpenSSLAlgorithms.require(OpenSSLAlgorithms.shared.hkdf, "HKDF")
         guard let ctx = EVP_KDF_CTX_new(kdf) else { throw opensslError("EVP_KDF_CTX_new") }

@@ -3,14 +3,14 @@ import LatchkeySecrets
 
 /// HMAC (RFC 2104) through OpenSSL's `EVP_MAC`. The `EVP_MAC` object is fetched once per process
 /// (see `OpenSSLAlgorithms`) because this runs once per indexed attribute on every query.
-public enum HMAC {
+package enum HMAC {
     /// HMAC-SHA256 of `data` under `key`; 32 bytes.
-    public static func sha256(key: SecretBytes, _ data: [UInt8]) throws -> [UInt8] {
+    package static func sha256(key: SecretBytes, _ data: [UInt8]) throws -> [UInt8] {
         try data.withUnsafeBytes { try sha256(key: key, $0) }
     }
 
     /// HMAC-SHA256 of the bytes in `data` under `key`; 32 bytes.
-    public static func sha256(key: SecretBytes, _ data: UnsafeRawBufferPointer) throws -> [UInt8] {
+    package static func sha256(key: SecretBytes, _ data: UnsafeRawBufferPointer) throws -> [UInt8] {
         let mac = try OpenSSLAlgorithms.require(OpenSSLAlgorithms.shared.hmac, "HMAC")
         guard let ctx = EVP_MAC_CTX_new(mac) else { throw opensslError("EVP_MAC_CTX_new") }
         defer { EVP_MAC_CTX_free(ctx) }  // wipes the keyed state

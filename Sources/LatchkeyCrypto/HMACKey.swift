@@ -17,11 +17,11 @@ import LatchkeySecrets
 /// (and in each duplicate); it frees them with `OPENSSL_secure_clear_free`, so they are cleared too.
 ///
 /// Thread-safe: the keyed context is only ever read (duplicated), and each MAC works on its own copy.
-public final class HMACKey: @unchecked Sendable {
+package final class HMACKey: @unchecked Sendable {
     private let keyed: OpaquePointer
 
     /// Keys a context with `key` (any length).
-    public init(_ key: SecretBytes) throws {
+    package init(_ key: SecretBytes) throws {
         let mac = try OpenSSLAlgorithms.require(OpenSSLAlgorithms.shared.hmac, "HMAC")
         guard let ctx = EVP_MAC_CTX_new(mac) else { throw opensslError("EVP_MAC_CTX_new") }
         var params = sha256DigestParams()
@@ -40,12 +40,12 @@ public final class HMACKey: @unchecked Sendable {
     deinit { EVP_MAC_CTX_free(keyed) }
 
     /// HMAC-SHA256 of `data`; 32 bytes. The same result as `HMAC.sha256(key:_:)` with this key.
-    public func sha256(_ data: [UInt8]) throws -> [UInt8] {
+    package func sha256(_ data: [UInt8]) throws -> [UInt8] {
         try data.withUnsafeBytes { try sha256($0) }
     }
 
     /// HMAC-SHA256 of the bytes in `data`; 32 bytes.
-    public func sha256(_ data: UnsafeRawBufferPointer) throws -> [UInt8] {
+    package func sha256(_ data: UnsafeRawBufferPointer) throws -> [UInt8] {
         guard let ctx = EVP_MAC_CTX_dup(keyed) else { throw opensslError("EVP_MAC_CTX_dup") }
         defer { EVP_MAC_CTX_free(ctx) }  // clears the copied keyed state
         if data.count > 0 {

@@ -1,31 +1,31 @@
 import LatchkeySecrets
 
 /// One `-----BEGIN label-----` … `-----END label-----` block of a PEM file (RFC 7468).
-public struct PEMBlock: Sendable {
+package struct PEMBlock: Sendable {
     /// The label, for example `CERTIFICATE` or `PRIVATE KEY`.
-    public let label: String
+    package let label: String
     /// The decoded body. Kept in wiping storage because it may be a private key; for public data
     /// (certificates) use `publicBytes()`.
-    public let der: SecretBytes
+    package let der: SecretBytes
     /// RFC 1421 header lines (`Proc-Type`, `DEK-Info`), in order. Only legacy encrypted keys have any.
-    public let headers: [(name: String, value: String)]
+    package let headers: [(name: String, value: String)]
     /// The block's own text, BEGIN line to END line, for handing a legacy encrypted key to OpenSSL.
     let text: SecretBytes
 
     /// A copy of the body in an ordinary array, for blocks that hold nothing secret (certificates,
     /// public keys).
-    public func publicBytes() -> [UInt8] { der.unsafeCopyToArray() }
+    package func publicBytes() -> [UInt8] { der.unsafeCopyToArray() }
 }
 
 /// Splitting PEM text into blocks and encoding DER as PEM.
-public enum PEM {
+package enum PEM {
     /// True if `data` contains a PEM BEGIN line, which is how latchkey tells PEM from DER input.
-    public static func looksLikePEM(_ data: [UInt8]) -> Bool {
+    package static func looksLikePEM(_ data: [UInt8]) -> Bool {
         data.withUnsafeBytes { containsBegin($0) }
     }
 
     /// `looksLikePEM` for secret input (a private key file).
-    public static func looksLikePEM(_ data: SecretBytes) -> Bool {
+    package static func looksLikePEM(_ data: SecretBytes) -> Bool {
         data.withUnsafeBytes { containsBegin($0) }
     }
 
@@ -40,7 +40,7 @@ public enum PEM {
 
     /// Every block in `text`, in order. Text outside blocks (comments, `openssl` bag attributes) is
     /// ignored. Throws for a block without its END line, a mismatched END label or bad base64.
-    public static func blocks(in text: SecretBytes) throws(CryptoError) -> [PEMBlock] {
+    package static func blocks(in text: SecretBytes) throws(CryptoError) -> [PEMBlock] {
         var result: [PEMBlock] = []
         var failure: CryptoError?
         text.withUnsafeBytes { buffer in
@@ -51,7 +51,7 @@ public enum PEM {
     }
 
     /// `blocks(in:)` for text that is not secret (a certificate file).
-    public static func blocks(in text: [UInt8]) throws(CryptoError) -> [PEMBlock] {
+    package static func blocks(in text: [UInt8]) throws(CryptoError) -> [PEMBlock] {
         var result: [PEMBlock] = []
         var failure: CryptoError?
         text.withUnsafeBytes { buffer in
@@ -62,14 +62,14 @@ public enum PEM {
     }
 
     /// `der` as a PEM block with the given label, lines of 64 characters, ending in a newline.
-    public static func encode(_ der: [UInt8], label: String) -> String {
+    package static func encode(_ der: [UInt8], label: String) -> String {
         var out: [UInt8] = []
         der.withUnsafeBytes { encode($0, label: label, into: &out) }
         return String(decoding: out, as: UTF8.self)
     }
 
     /// `encode(_:label:)` for secret DER (a private key): the text is returned in wiping storage.
-    public static func encode(secret der: SecretBytes, label: String) -> SecretBytes {
+    package static func encode(secret der: SecretBytes, label: String) -> SecretBytes {
         var out: [UInt8] = []
         out.reserveCapacity(der.count * 4 / 3 + der.count / 48 + 2 * label.utf8.count + 64)
         der.withUnsafeBytes { encode($0, label: label, into: &out) }

@@ -3,28 +3,28 @@ import LatchkeySecrets
 
 /// PKCS#12 (`.p12`/`.pfx`) files through OpenSSL's PKCS12 API: reading what `SecPKCS12Import` reads
 /// (a private key, its certificate and any further certificates) and writing an identity for export.
-public enum PKCS12 {
+package enum PKCS12 {
     /// Largest PKCS#12 file accepted.
-    public static let maximumSize = 16 << 20
+    package static let maximumSize = 16 << 20
 
     /// What a PKCS#12 file held.
-    public struct Contents: Sendable {
+    package struct Contents: Sendable {
         /// The private key, if the file had one.
-        public let key: AsymmetricKey?
+        package let key: AsymmetricKey?
         /// The certificate that matches the key (OpenSSL pairs them by localKeyID or by key), or the
         /// first certificate when there is no key.
-        public let certificate: X509Certificate?
+        package let certificate: X509Certificate?
         /// All other certificates (a chain), in file order.
-        public let additional: [X509Certificate]
+        package let additional: [X509Certificate]
         /// The friendly name of the certificate's bag, when the file gives one.
-        public let friendlyName: String?
+        package let friendlyName: String?
     }
 
     /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC, the
     /// decryption) fails with `password`, `.invalidInput` for data that is not PKCS#12, and
     /// `.unsupported` for a key other than RSA or EC P-256/384/521. An empty password also tries the
     /// absent password, as OpenSSL and Apple do.
-    public static func parse(der: [UInt8], password: SecretBytes) throws(CryptoError) -> Contents {
+    package static func parse(der: [UInt8], password: SecretBytes) throws(CryptoError) -> Contents {
         guard !der.isEmpty, der.count <= maximumSize else { throw CryptoError.invalidInput("PKCS#12 size out of range") }
         let p12: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -87,7 +87,7 @@ public enum PKCS12 {
     /// A PKCS#12 file holding `key`, `certificate` and `chain`, protected by `password`, with
     /// OpenSSL 3's defaults: PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC) for key and certificates, a
     /// SHA-256 MAC, 2048 iterations. `name` becomes the friendly name (the label Apple shows).
-    public static func make(key: AsymmetricKey, certificate: X509Certificate, chain: [X509Certificate] = [],
+    package static func make(key: AsymmetricKey, certificate: X509Certificate, chain: [X509Certificate] = [],
                             password: SecretBytes, name: String? = nil) throws(CryptoError) -> [UInt8] {
         guard key.isPrivate else { throw CryptoError.invalidInput("a PKCS#12 identity needs a private key") }
         guard certificate.publicKeyBytes == key.publicKeyBytes else {

@@ -3,10 +3,10 @@ import LatchkeySecrets
 
 /// Cryptographically secure random bytes from OpenSSL's DRBG (`RAND_bytes`), which is seeded from
 /// the kernel and safe to call from several threads at once.
-public enum SecureRandom {
+package enum SecureRandom {
     /// `count` random bytes in an ordinary array, for values that are not secret once used
     /// (salts, nonces, identifiers).
-    public static func bytes(_ count: Int) throws -> [UInt8] {
+    package static func bytes(_ count: Int) throws -> [UInt8] {
         guard count >= 0, count <= Int(Int32.max) else { throw CryptoError.invalidInput("random byte count out of range") }
         var out = [UInt8](repeating: 0, count: count)
         guard count > 0 else { return out }
@@ -19,7 +19,7 @@ public enum SecureRandom {
     }
 
     /// `count` random bytes generated directly into wiping, locked storage, for keys.
-    public static func secret(_ count: Int) throws -> SecretBytes {
+    package static func secret(_ count: Int) throws -> SecretBytes {
         guard count >= 0, count <= Int(Int32.max) else { throw CryptoError.invalidInput("random byte count out of range") }
         let out = SecretBytes(count: count)
         guard count > 0 else { return out }

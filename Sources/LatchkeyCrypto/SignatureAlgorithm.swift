@@ -6,7 +6,7 @@
 /// "bad digest size", errSecParam); "Message" algorithms hash the input first. The RSA-PSS
 /// algorithms use MGF1 with the same hash and a salt as long as the digest (the `:20`/`:32`… at the
 /// end of the name), as Apple's `SecKeyRSACopyEMSASignature` does.
-public enum SignatureAlgorithm: String, Sendable, CaseIterable {
+package enum SignatureAlgorithm: String, Sendable, CaseIterable {
     /// Raw RSA (no padding): the input, left-padded to the modulus size, is signed as a number.
     case rsaSignatureRaw = "algid:sign:RSA:raw"
     /// PKCS#1 v1.5 type-1 padding around the input, with no DigestInfo.
@@ -83,7 +83,7 @@ public enum SignatureAlgorithm: String, Sendable, CaseIterable {
     }
 
     /// The key type the algorithm needs.
-    public var keyAlgorithm: AsymmetricKey.Algorithm {
+    package var keyAlgorithm: AsymmetricKey.Algorithm {
         switch scheme {
         case .rsaRaw, .rsaPKCS1v15, .rsaPSS: .rsa
         case .ecdsaDER, .ecdsaRaw: .ec
@@ -91,7 +91,7 @@ public enum SignatureAlgorithm: String, Sendable, CaseIterable {
     }
 
     /// The hash named by the algorithm, if any.
-    public var digest: DigestAlgorithm? {
+    package var digest: DigestAlgorithm? {
         let name = rawValue
         if name.contains("SHA512") { return .sha512 }
         if name.contains("SHA384") { return .sha384 }
@@ -102,10 +102,10 @@ public enum SignatureAlgorithm: String, Sendable, CaseIterable {
     }
 
     /// True if the input is a message that is hashed first; false if it is a digest (or raw data).
-    public var hashesInput: Bool { rawValue.contains(":message-") }
+    package var hashesInput: Bool { rawValue.contains(":message-") }
 
     /// For "Digest" algorithms with a named hash: the length the input must have.
-    public var requiredInputLength: Int? { hashesInput ? nil : digest?.size }
+    package var requiredInputLength: Int? { hashesInput ? nil : digest?.size }
 
     var scheme: Scheme {
         switch self {

@@ -8,33 +8,33 @@ import LatchkeySecrets
 /// Parsing is strict: exactly one DER certificate, nothing after it, and OpenSSL's `d2i_X509` must
 /// accept it as well. Like Apple, an explicit version must be v2 or v3 (a v1 certificate omits the
 /// field), the serial number is 1–37 bytes, and times follow Apple's UTCTime/GeneralizedTime rules.
-public struct X509Certificate: Sendable, Equatable {
+package struct X509Certificate: Sendable, Equatable {
     /// Largest certificate accepted (a cap before any parsing; real certificates are a few KiB).
-    public static let maximumSize = 1 << 20
+    package static let maximumSize = 1 << 20
 
     /// The certificate's DER encoding (`SecCertificateCopyData`, the item's value data).
-    public let der: [UInt8]
+    package let der: [UInt8]
     /// 1, 2 or 3: the X.509 version, which Apple stores as `kSecAttrCertificateType` (`ctyp`).
-    public let version: Int
+    package let version: Int
     /// The serialNumber INTEGER's content bytes, a leading 0x00 included (`kSecAttrSerialNumber`).
-    public let serialNumber: [UInt8]
+    package let serialNumber: [UInt8]
     /// The issuer Name, a full DER SEQUENCE.
-    public let issuerDER: [UInt8]
+    package let issuerDER: [UInt8]
     /// The subject Name, a full DER SEQUENCE.
-    public let subjectDER: [UInt8]
+    package let subjectDER: [UInt8]
     /// Apple's normalised issuer content, without the outer SEQUENCE (`kSecAttrIssuer`, `issr`).
-    public let normalizedIssuer: [UInt8]
+    package let normalizedIssuer: [UInt8]
     /// Apple's normalised subject content, without the outer SEQUENCE (`kSecAttrSubject`, `subj`).
-    public let normalizedSubject: [UInt8]
+    package let normalizedSubject: [UInt8]
     /// The SubjectKeyIdentifier extension's key identifier, if present (`kSecAttrSubjectKeyID`, `skid`).
-    public let subjectKeyIdentifier: [UInt8]?
+    package let subjectKeyIdentifier: [UInt8]?
     /// The subjectPublicKey BIT STRING contents: the key's Apple external representation for RSA
     /// and EC.
-    public let publicKeyBytes: [UInt8]
+    package let publicKeyBytes: [UInt8]
     /// Start of the validity period as CFAbsoluteTime (seconds since 2001-01-01 UTC).
-    public let notValidBefore: Double
+    package let notValidBefore: Double
     /// End of the validity period as CFAbsoluteTime.
-    public let notValidAfter: Double
+    package let notValidAfter: Double
 
     /// The SubjectPublicKeyInfo, for building the key.
     private let subjectPublicKeyInfo: [UInt8]
@@ -44,7 +44,7 @@ public struct X509Certificate: Sendable, Equatable {
 
     /// Parses one DER certificate. Throws `.invalidInput` for anything else (PEM text, a truncated
     /// certificate, trailing bytes, a certificate request, a malformed Name or date).
-    public init(der: [UInt8]) throws(CryptoError) {
+    package init(der: [UInt8]) throws(CryptoError) {
         guard !der.isEmpty, der.count <= Self.maximumSize else { throw CryptoError.invalidInput("certificate size out of range") }
         try Self.checkWithOpenSSL(der)
         self.der = der
@@ -101,11 +101,11 @@ public struct X509Certificate: Sendable, Equatable {
 
     /// SHA-1 of `publicKeyBytes`: Apple's public-key hash (`kSecAttrPublicKeyHash`, `pkhh`), equal to
     /// the matching key's `kSecAttrApplicationLabel`.
-    public var publicKeyHash: [UInt8] { SHA1.hash(publicKeyBytes) }
+    package var publicKeyHash: [UInt8] { SHA1.hash(publicKeyBytes) }
 
     /// The certificate's public key (`SecCertificateCopyKey`). Throws `.unsupported` for key types
     /// other than RSA and EC on P-256/P-384/P-521.
-    public func publicKey() throws(CryptoError) -> AsymmetricKey {
+    package func publicKey() throws(CryptoError) -> AsymmetricKey {
         let pkey: OpaquePointer
         do throws(CryptoError) {
             pkey = try subjectPublicKeyInfo.withUnsafeBytes { buffer in
@@ -123,23 +123,23 @@ public struct X509Certificate: Sendable, Equatable {
     /// Apple's `SecCertificateCopySubjectSummary`, the default label of a certificate item: the
     /// subject's common names (else organisational units, organisations, any attribute), else the
     /// first email address, else the first DNS name; nil if there is none of these.
-    public var subjectSummary: String? {
+    package var subjectSummary: String? {
         let attributes = (try? X501Name.attributes(ofContent: Self.nameContent(subjectDER))) ?? []
         if let summary = X501Name.summary(of: attributes) { return summary }
         return emailAddresses.first ?? alternativeDNSNames.first
     }
 
     /// The subject's common names in order (`SecCertificateCopyCommonNames`).
-    public var commonNames: [String] { subjectStrings(X501Name.commonName) }
+    package var commonNames: [String] { subjectStrings(X501Name.commonName) }
 
     /// Email addresses: the subjectAltName rfc822Names, then the subject's emailAddress attributes
     /// (`SecCertificateCopyRFC822Names`).
-    public var emailAddresses: [String] { alternativeEmails + subjectStrings(X501Name.emailAddress) }
+    package var emailAddresses: [String] { alternativeEmails + subjectStrings(X501Name.emailAddress) }
 
     /// Apple's normalised form of a `kSecAttrIssuer`/`kSecAttrSubject` query value: a full DER Name
     /// (starting with a SEQUENCE tag) becomes its normalised content; anything else, or a Name that
     /// does not parse, is returned unchanged (`SecItem.m` does the same before matching).
-    public static func normalizedName(fromQueryValue value: [UInt8]) -> [UInt8] {
+    package static func normalizedName(fromQueryValue value: [UInt8]) -> [UInt8] {
         // Like Apple's DERDecodeItem, only the first element counts; bytes after it are ignored.
         var reader = DER.Reader(value)
         guard value.first == DER.sequence, let name = try? reader.next(),

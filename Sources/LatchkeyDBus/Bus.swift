@@ -12,11 +12,11 @@ import Glibc
 /// Handlers (matches, objects, reply callbacks) must not block: the loop serves nothing else while one
 /// runs. The synchronous `call` blocks the loop thread until the reply arrives; use `callAsync` to talk to
 /// peers that may be slow.
-public final class Bus {
+package final class Bus {
     /// Borrowed from the connection's loop; nil once the connection is closed.
     private(set) var pointer: OpaquePointer?
     /// This connection's unique name on the bus (`:1.42`).
-    public let uniqueName: String
+    package let uniqueName: String
 
     init(pointer: OpaquePointer, uniqueName: String) {
         self.pointer = pointer
@@ -33,7 +33,7 @@ public final class Bus {
     // MARK: Messages
 
     /// A new method call to fill with `append` and send with `call`, `callAsync` or `send`.
-    public func methodCall(destination: String?, path: String, interface: String?, member: String)
+    package func methodCall(destination: String?, path: String, interface: String?, member: String)
         throws(BusError) -> BusMessage {
         var raw: OpaquePointer?
         try check(sd_bus_message_new_method_call(try bus(), &raw, destination, path, interface, member),
@@ -42,7 +42,7 @@ public final class Bus {
     }
 
     /// A new signal to fill with `append` and broadcast with `send`.
-    public func signal(path: String, interface: String, member: String) throws(BusError) -> BusMessage {
+    package func signal(path: String, interface: String, member: String) throws(BusError) -> BusMessage {
         var raw: OpaquePointer?
         try check(sd_bus_message_new_signal(try bus(), &raw, path, interface, member),
                   "creating the signal \(interface).\(member)")
@@ -50,12 +50,12 @@ public final class Bus {
     }
 
     /// Queues a message (a signal, a call that expects no reply) for sending.
-    public func send(_ message: BusMessage) throws(BusError) {
+    package func send(_ message: BusMessage) throws(BusError) {
         try check(sd_bus_send(try bus(), message.pointer, nil), "sending a message")
     }
 
     /// Broadcasts a signal carrying `arguments`.
-    public func emitSignal(path: String, interface: String, member: String, _ arguments: [BusValue] = [])
+    package func emitSignal(path: String, interface: String, member: String, _ arguments: [BusValue] = [])
         throws(BusError) {
         let message = try signal(path: path, interface: interface, member: member)
         try message.append(arguments)
@@ -66,7 +66,7 @@ public final class Bus {
 
     /// Sends a method call and blocks the loop thread until its reply; a method error reply is thrown.
     /// `timeout` nil means sd-bus's default (25 s).
-    public func call(_ message: BusMessage, timeout: Duration? = nil) throws(BusError) -> BusMessage {
+    package func call(_ message: BusMessage, timeout: Duration? = nil) throws(BusError) -> BusMessage {
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?
@@ -79,7 +79,7 @@ public final class Bus {
     }
 
     /// Calls a method with `arguments` and blocks the loop thread until its reply (see `call(_:timeout:)`).
-    public func call(destination: String, path: String, interface: String, member: String,
+    package func call(destination: String, path: String, interface: String, member: String,
                      _ arguments: [BusValue] = [], timeout: Duration? = nil) throws(BusError) -> BusMessage {
         let message = try methodCall(destination: destination, path: path, interface: interface, member: member)
         try message.append(arguments)
@@ -89,7 +89,7 @@ public final class Bus {
     /// Sends a method call; `reply` runs later on the loop thread with the reply or the error (a method
     /// error, a timeout, or the connection closing). Cancelling the returned slot drops the callback.
     @discardableResult
-    public func callAsync(_ message: BusMessage, timeout: Duration? = nil,
+    package func callAsync(_ message: BusMessage, timeout: Duration? = nil,
                           reply: @escaping (Result<BusMessage, BusError>) -> Void) throws(BusError) -> BusSlot {
         let pointer = try bus()
         return try register("calling \(message.member ?? "")", { message, _ in
@@ -102,7 +102,7 @@ public final class Bus {
 
     /// Calls a method with `arguments` without blocking (see `callAsync(_:timeout:reply:)`).
     @discardableResult
-    public func callAsync(destination: String, path: String, interface: String, member: String,
+    package func callAsync(destination: String, path: String, interface: String, member: String,
                           _ arguments: [BusValue] = [], timeout: Duration? = nil,
                           reply: @escaping (Result<BusMessage, BusError>) -> Void) throws(BusError) -> BusSlot {
         let message = try methodCall(destination: destination, path: path, interface: interface, member: member)
@@ -119,7 +119,7 @@ public final class Bus {
     /// A rule's `sender=` with a well-known name is only the daemon's filter; when a message's origin
     /// matters, compare `message.sender` with the name's current owner yourself.
     @discardableResult
-    public func addMatch(_ rule: String, handler: @escaping (BusMessage) -> Void) throws(BusError) -> BusSlot {
+    package func addMatch(_ rule: String, handler: @escaping (BusMessage) -> Void) throws(BusError) -> BusSlot {
         let pointer = try bus()
         return try register("adding the match \(rule)", { message, _ in
             handler(message)
@@ -130,7 +130,7 @@ public final class Bus {
     }
 
     /// What an object handler did with a method call.
-    public enum Dispatch: Sendable {
+    package enum Dispatch: Sendable {
         /// The handler replied, or will reply later with `BusMessage.reply`.
         case handled
         /// Not ours: sd-bus continues, and finally replies `UnknownMethod` or `UnknownObject`.
@@ -140,7 +140,7 @@ public final class Bus {
     /// Serves the object at `path`: `handler` sees every method call to exactly that path, on the loop
     /// thread. A `BusError` it throws is sent back as the error reply; any other error as `Failed`.
     @discardableResult
-    public func addObject(path: String, handler: @escaping (BusMessage) throws -> Dispatch) throws(BusError)
+    package func addObject(path: String, handler: @escaping (BusMessage) throws -> Dispatch) throws(BusError)
         -> BusSlot {
         let pointer = try bus()
         return try register("serving \(path)", Bus.objectBody(handler)) { slot, userdata in
@@ -151,7 +151,7 @@ public final class Bus {
     /// Serves `prefix` and every object path under it, like `addObject`; an object registered with
     /// `addObject` for an exact path is asked first.
     @discardableResult
-    public func addFallback(prefix: String, handler: @escaping (BusMessage) throws -> Dispatch) throws(BusError)
+    package func addFallback(prefix: String, handler: @escaping (BusMessage) throws -> Dispatch) throws(BusError)
         -> BusSlot {
         let pointer = try bus()
         return try register("serving \(prefix)/…", Bus.objectBody(handler)) { slot, userdata in
@@ -160,29 +160,29 @@ public final class Bus {
     }
 
     /// Options for `requestName`, as in the D-Bus specification's `RequestName`.
-    public struct NameFlags: OptionSet, Sendable {
-        public let rawValue: UInt64
-        public init(rawValue: UInt64) { self.rawValue = rawValue }
-        public static let replaceExisting = NameFlags(rawValue: UInt64(SD_BUS_NAME_REPLACE_EXISTING))
-        public static let allowReplacement = NameFlags(rawValue: UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT))
-        public static let queue = NameFlags(rawValue: UInt64(SD_BUS_NAME_QUEUE))
+    package struct NameFlags: OptionSet, Sendable {
+        package let rawValue: UInt64
+        package init(rawValue: UInt64) { self.rawValue = rawValue }
+        package static let replaceExisting = NameFlags(rawValue: UInt64(SD_BUS_NAME_REPLACE_EXISTING))
+        package static let allowReplacement = NameFlags(rawValue: UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT))
+        package static let queue = NameFlags(rawValue: UInt64(SD_BUS_NAME_QUEUE))
     }
 
     /// Requests a well-known name and waits for the daemon's answer. Returns true when this connection
     /// is now the primary owner, false when it was queued (`.queue`); throws when the name is taken.
     @discardableResult
-    public func requestName(_ name: String, flags: NameFlags = []) throws(BusError) -> Bool {
+    package func requestName(_ name: String, flags: NameFlags = []) throws(BusError) -> Bool {
         try check(sd_bus_request_name(try bus(), name, flags.rawValue), "requesting the name \(name)") > 0
     }
 
     /// Gives up a well-known name and waits for the daemon's answer.
-    public func releaseName(_ name: String) throws(BusError) {
+    package func releaseName(_ name: String) throws(BusError) {
         try check(sd_bus_release_name(try bus(), name), "releasing the name \(name)")
     }
 
     /// A match rule for signals; nil fields match anything. Values are quoted as the D-Bus specification
     /// requires.
-    public static func signalRule(sender: String? = nil, path: String? = nil, pathNamespace: String? = nil,
+    package static func signalRule(sender: String? = nil, path: String? = nil, pathNamespace: String? = nil,
                                   interface: String? = nil, member: String? = nil, arg0: String? = nil) -> String {
         let fields = [("sender", sender), ("path", path), ("path_namespace", pathNamespace),
                       ("interface", interface), ("member", member), ("arg0", arg0)]
@@ -238,7 +238,7 @@ public final class Bus {
 ///
 /// Dropping a `BusSlot` leaves the registration in place for the connection's lifetime; `cancel()` removes
 /// it. Threading: loop-thread only, like `Bus`.
-public final class BusSlot {
+package final class BusSlot {
     private var pointer: OpaquePointer?
 
     /// Takes over the caller's reference; the bus holds the floating one.
@@ -247,7 +247,7 @@ public final class BusSlot {
     deinit { if let pointer { sd_bus_slot_unref(pointer) } }
 
     /// Removes the match, object or pending call; its handler will not run again.
-    public func cancel() {
+    package func cancel() {
         guard let slot = pointer else { return }
         pointer = nil
         // Take back the bus's floating reference (fails harmlessly if the slot is already disconnected),

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Which bus a `BusConnection` opens.
-public enum BusEndpoint: Sendable, Equatable, CustomStringConvertible {
+package enum BusEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// The system bus: `$DBUS_SYSTEM_BUS_ADDRESS`, else `/run/dbus/system_bus_socket`.
     case system
     /// The user's session bus: `$DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`.
@@ -13,7 +13,7 @@ public enum BusEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// An explicit D-Bus address, such as `unix:path=/run/user/1000/bus`.
     case address(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .system:
             "the system bus (\(getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? "/run/dbus/system_bus_socket"))"
@@ -40,18 +40,18 @@ public enum BusEndpoint: Sendable, Equatable, CustomStringConvertible {
 ///
 /// The connection ends with `close()` (or `deinit`), or when the bus goes away: then `onDisconnect` runs
 /// once on the loop thread, later work is refused, and every registered handler is released.
-public final class BusConnection: Sendable {
+package final class BusConnection: Sendable {
     /// Which bus this is.
-    public let endpoint: BusEndpoint
+    package let endpoint: BusEndpoint
     /// This connection's unique name (`:1.42`).
-    public let uniqueName: String
+    package let uniqueName: String
     private let loop: Loop
 
     /// Connects and authenticates, blocking until the bus daemon has answered `Hello`.
     ///
     /// - Parameter onDisconnect: called once, on the loop thread, if the bus closes the connection
     ///   (not after `close()`).
-    public init(_ endpoint: BusEndpoint, onDisconnect: (@Sendable (BusError) -> Void)? = nil) throws(BusError) {
+    package init(_ endpoint: BusEndpoint, onDisconnect: (@Sendable (BusError) -> Void)? = nil) throws(BusError) {
         self.endpoint = endpoint
         let loop = try Loop()
         guard startDetachedThread({ loop.run(endpoint, onDisconnect: onDisconnect) }) else {
@@ -68,21 +68,21 @@ public final class BusConnection: Sendable {
     deinit { close() }
 
     /// Whether the loop still accepts work (false after `close()` or a lost connection).
-    public var isOpen: Bool { loop.monitor.locked { !loop.finished && !loop.stopRequested } }
+    package var isOpen: Bool { loop.monitor.locked { !loop.finished && !loop.stopRequested } }
 
     /// Whether the caller runs on this connection's loop thread.
-    public var isLoopThread: Bool { loop.isLoopThread }
+    package var isLoopThread: Bool { loop.isLoopThread }
 
     /// Queues `work` for the loop thread and returns at once; work runs in submission order. Returns false,
     /// without running it, when the connection is closed.
     @discardableResult
-    public func perform(_ work: @escaping @Sendable (Bus) -> Void) -> Bool {
+    package func perform(_ work: @escaping @Sendable (Bus) -> Void) -> Bool {
         loop.submit { bus in if let bus { work(bus) } }
     }
 
     /// Runs `work` on the loop thread and waits for its result (inline when called on the loop thread).
     /// Throws what `work` throws, or `BusError` (`Disconnected`) when the connection is closed.
-    public func sync<T: Sendable>(_ work: @escaping @Sendable (Bus) throws -> T) throws -> T {
+    package func sync<T: Sendable>(_ work: @escaping @Sendable (Bus) throws -> T) throws -> T {
         if loop.isLoopThread, let bus = loop.bus { return try work(bus) }
         let result = ResultBox<T>()
         let queued = loop.submit { bus in
@@ -99,7 +99,7 @@ public final class BusConnection: Sendable {
     /// Stops the loop, flushes what is queued for sending, and frees the connection with its handlers.
     /// Waits for the loop thread to finish, except when called on it (then it finishes after the current
     /// handler returns). Idempotent.
-    public func close() {
+    package func close() {
         let onLoopThread = loop.isLoopThread
         loop.monitor.locked { loop.stopRequested = true }
         loop.wake()

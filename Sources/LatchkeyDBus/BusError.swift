@@ -6,16 +6,16 @@ import Glibc
 /// A D-Bus error: the error name (`org.freedesktop.DBus.Error.ServiceUnknown`) and its message, whether a
 /// peer replied with it or sd-bus failed locally (then the name is the one sd-bus maps the errno to, such
 /// as `System.Error.ENOENT`, and `errno` is set).
-public struct BusError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct BusError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The D-Bus error name.
-    public var name: String
+    package var name: String
     /// The human-readable message; may be empty.
-    public var message: String
+    package var message: String
     /// The errno sd-bus associates with the error (positive), if any.
-    public var errno: Int32?
+    package var errno: Int32?
 
     /// Creates an error to reply with or to throw.
-    public init(name: String, message: String, errno: Int32? = nil) {
+    package init(name: String, message: String, errno: Int32? = nil) {
         self.name = name
         self.message = message
         self.errno = errno
@@ -40,22 +40,22 @@ public struct BusError: Error, Sendable, Equatable, CustomStringConvertible {
                   errno: code > 0 ? code : nil)
     }
 
-    public var description: String { message.isEmpty ? name : "\(name): \(message)" }
+    package var description: String { message.isEmpty ? name : "\(name): \(message)" }
 
     /// The bus connection was closed or lost; the work was not done.
     static let connectionClosed = BusError(name: Name.disconnected, message: "the bus connection is closed")
 
     /// Well-known error names (the D-Bus specification's and the bus daemon's).
-    public enum Name {
-        public static let failed = "org.freedesktop.DBus.Error.Failed"
-        public static let noReply = "org.freedesktop.DBus.Error.NoReply"
-        public static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
-        public static let nameHasNoOwner = "org.freedesktop.DBus.Error.NameHasNoOwner"
-        public static let unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
-        public static let unknownObject = "org.freedesktop.DBus.Error.UnknownObject"
-        public static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
-        public static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
-        public static let disconnected = "org.freedesktop.DBus.Error.Disconnected"
+    package enum Name {
+        package static let failed = "org.freedesktop.DBus.Error.Failed"
+        package static let noReply = "org.freedesktop.DBus.Error.NoReply"
+        package static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
+        package static let nameHasNoOwner = "org.freedesktop.DBus.Error.NameHasNoOwner"
+        package static let unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
+        package static let unknownObject = "org.freedesktop.DBus.Error.UnknownObject"
+        package static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
+        package static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
+        package static let disconnected = "org.freedesktop.DBus.Error.Disconnected"
     }
 }
 

@@ -1,6 +1,6 @@
 /// Introspection data (`org.freedesktop.DBus.Introspectable.Introspect`), built from the tables that
 /// also drive dispatch, so that what an object says it has and what it answers cannot drift apart.
-public enum BusIntrospection {
+package enum BusIntrospection {
     static let introspectable = "org.freedesktop.DBus.Introspectable"
     static let peer = "org.freedesktop.DBus.Peer"
     static let properties = "org.freedesktop.DBus.Properties"
@@ -44,7 +44,7 @@ public enum BusIntrospection {
 
     /// A whole introspection document: the standard interfaces, then `interfaces` (`BusInterface.introspection`),
     /// then a `<node>` for each child name.
-    public static func document(_ interfaces: [String] = [], children: [String] = []) -> String {
+    package static func document(_ interfaces: [String] = [], children: [String] = []) -> String {
         header + "<node>\n" + standardInterfaces + interfaces.joined()
             + children.map { "  <node name=\"\(escaped($0))\"/>\n" }.joined() + "</node>\n"
     }

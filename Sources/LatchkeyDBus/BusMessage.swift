@@ -8,7 +8,7 @@ import Glibc
 /// Threading: confined to its connection's loop thread, like `Bus` (messages are not thread-safe and hold
 /// a reference to their bus). The object owns one reference to the `sd_bus_message` and drops it on
 /// `deinit`, so no reference leaks whatever path a handler takes.
-public final class BusMessage {
+package final class BusMessage {
     let pointer: OpaquePointer
 
     /// Wraps a message the caller already owns a reference to.
@@ -20,11 +20,11 @@ public final class BusMessage {
     deinit { sd_bus_message_unref(pointer) }
 
     /// The D-Bus message types (`unknown` for a type this code does not know).
-    public enum Kind: Sendable {
+    package enum Kind: Sendable {
         case methodCall, methodReturn, methodError, signal, unknown
     }
 
-    public var kind: Kind {
+    package var kind: Kind {
         var type: UInt8 = 0
         guard sd_bus_message_get_type(pointer, &type) >= 0 else { return .unknown }
         switch Int(type) {
@@ -37,22 +37,22 @@ public final class BusMessage {
     }
 
     /// The sender's unique name (`:1.5`), stamped by the bus daemon; nil for local or peer-to-peer messages.
-    public var sender: String? { sd_bus_message_get_sender(pointer).map { String(cString: $0) } }
-    public var destination: String? { sd_bus_message_get_destination(pointer).map { String(cString: $0) } }
-    public var path: String? { sd_bus_message_get_path(pointer).map { String(cString: $0) } }
-    public var interface: String? { sd_bus_message_get_interface(pointer).map { String(cString: $0) } }
-    public var member: String? { sd_bus_message_get_member(pointer).map { String(cString: $0) } }
+    package var sender: String? { sd_bus_message_get_sender(pointer).map { String(cString: $0) } }
+    package var destination: String? { sd_bus_message_get_destination(pointer).map { String(cString: $0) } }
+    package var path: String? { sd_bus_message_get_path(pointer).map { String(cString: $0) } }
+    package var interface: String? { sd_bus_message_get_interface(pointer).map { String(cString: $0) } }
+    package var member: String? { sd_bus_message_get_member(pointer).map { String(cString: $0) } }
     /// The signature of the whole body.
-    public var signature: String { sd_bus_message_get_signature(pointer, 1).map { String(cString: $0) } ?? "" }
+    package var signature: String { sd_bus_message_get_signature(pointer, 1).map { String(cString: $0) } ?? "" }
 
     /// The error carried by a method error reply.
-    public var error: BusError? { sd_bus_message_get_error(pointer).map { BusError($0) } }
+    package var error: BusError? { sd_bus_message_get_error(pointer).map { BusError($0) } }
 
     // MARK: Reading
 
     /// Reads the whole body from the start (rewinding first), one value per complete type. Only byte
     /// arrays are capped (`maximumByteArray`); use `arguments(within:)` for input from untrusted peers.
-    public func arguments() throws(BusError) -> [BusValue] {
+    package func arguments() throws(BusError) -> [BusValue] {
         try arguments(within: ReadLimits())
     }
 
@@ -64,7 +64,7 @@ public final class BusMessage {
     /// With `wipingByteArrays`, every byte array is zeroed inside the message once it has been copied
     /// out, so a secret the message carried is left only in the value returned (see
     /// `BusValue.wipeByteArrays`). Reading the message again then gives zeros.
-    public func arguments(within limits: ReadLimits, wipingByteArrays: Bool = false) throws(BusError) -> [BusValue] {
+    package func arguments(within limits: ReadLimits, wipingByteArrays: Bool = false) throws(BusError) -> [BusValue] {
         try check(sd_bus_message_rewind(pointer, 1), "rewinding a message")
         var reader = Reader(message: pointer, limits: limits, wipes: wipingByteArrays)
         var values: [BusValue] = []
@@ -73,17 +73,17 @@ public final class BusMessage {
     }
 
     /// The largest `ay` argument read by default (a secret of up to 1 MiB plus room for its framing).
-    public static let maximumByteArray = (1 << 20) + 64 * 1024
+    package static let maximumByteArray = (1 << 20) + 64 * 1024
 
     // MARK: Writing
 
     /// Appends values to the body of a message being built.
-    public func append(_ values: [BusValue]) throws(BusError) {
+    package func append(_ values: [BusValue]) throws(BusError) {
         for value in values { try append(value) }
     }
 
     /// Appends one value to the body of a message being built.
-    public func append(_ value: BusValue) throws(BusError) {
+    package func append(_ value: BusValue) throws(BusError) {
         switch value {
         case .byte(let v): try appendBasic("y", v)
         case .boolean(let v): try appendBasic("b", Int32(v ? 1 : 0))
@@ -132,7 +132,7 @@ public final class BusMessage {
 
     /// Sends a method return for this method call, carrying `values`. Does nothing when the caller asked
     /// for no reply.
-    public func reply(_ values: [BusValue] = []) throws(BusError) {
+    package func reply(_ values: [BusValue] = []) throws(BusError) {
         guard sd_bus_message_get_expect_reply(pointer) > 0 else { return }
         var raw: OpaquePointer?
         try check(sd_bus_message_new_method_return(pointer, &raw), "creating a reply")
@@ -142,7 +142,7 @@ public final class BusMessage {
     }
 
     /// Sends an error reply for this method call. Does nothing when the caller asked for no reply.
-    public func reply(error: BusError) throws(BusError) {
+    package func reply(error: BusError) throws(BusError) {
         guard sd_bus_message_get_expect_reply(pointer) > 0 else { return }
         var raw: OpaquePointer?
         var cError = sd_bus_error()

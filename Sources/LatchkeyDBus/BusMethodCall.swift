@@ -1,41 +1,41 @@
 /// A method call that passed its checks, as the method's body sees it: the arguments, read and of
 /// the method's input signature, and the message to reply to. Threading: the loop thread only, like
 /// `BusMessage`.
-public struct BusMethodCall {
+package struct BusMethodCall {
     /// The call as received.
-    public let message: BusMessage
+    package let message: BusMessage
     /// The arguments, one per input of the method.
-    public let arguments: [BusValue]
+    package let arguments: [BusValue]
 
     /// The caller's unique name ("" when the bus did not stamp one).
-    public var sender: String { message.sender ?? "" }
+    package var sender: String { message.sender ?? "" }
 
     /// Sends the method return, carrying `values` (see `BusMessage.reply`).
-    public func reply(_ values: [BusValue] = []) throws(BusError) {
+    package func reply(_ values: [BusValue] = []) throws(BusError) {
         try message.reply(values)
     }
 
     /// Argument `index` as a string. The signature was checked, so the `InvalidArgs` thrown here
     /// (and by the accessors below) is only for a body that asks for another type than it declared.
-    public func string(_ index: Int) throws(BusError) -> String {
+    package func string(_ index: Int) throws(BusError) -> String {
         guard case .string(let value) = arguments[index] else { throw BusError.invalidArgs("expected a string") }
         return value
     }
 
     /// Argument `index` as an object path.
-    public func objectPath(_ index: Int) throws(BusError) -> String {
+    package func objectPath(_ index: Int) throws(BusError) -> String {
         guard case .objectPath(let value) = arguments[index] else { throw BusError.invalidArgs("expected an object path") }
         return value
     }
 
     /// Argument `index` as a boolean.
-    public func boolean(_ index: Int) throws(BusError) -> Bool {
+    package func boolean(_ index: Int) throws(BusError) -> Bool {
         guard case .boolean(let value) = arguments[index] else { throw BusError.invalidArgs("expected a boolean") }
         return value
     }
 
     /// The value inside variant argument `index`.
-    public func variant(_ index: Int) throws(BusError) -> BusValue {
+    package func variant(_ index: Int) throws(BusError) -> BusValue {
         guard case .variant(let value) = arguments[index] else { throw BusError.invalidArgs("expected a variant") }
         return value
     }
@@ -43,16 +43,16 @@ public struct BusMethodCall {
 
 extension BusError {
     /// `UnknownMethod` for `member` of `interface` (nil: none named).
-    public static func unknownMethod(_ interface: String?, _ member: String) -> BusError {
+    package static func unknownMethod(_ interface: String?, _ member: String) -> BusError {
         BusError(name: Name.unknownMethod, message: "no method \(interface.map { $0 + "." } ?? "")\(member) here")
     }
 
     /// `InvalidArgs` with `message`.
-    public static func invalidArgs(_ message: String) -> BusError {
+    package static func invalidArgs(_ message: String) -> BusError {
         BusError(name: Name.invalidArgs, message: message)
     }
 }
 
 extension BusError.Name {
-    public static let propertyReadOnly = "org.freedesktop.DBus.Error.PropertyReadOnly"
+    package static let propertyReadOnly = "org.freedesktop.DBus.Error.PropertyReadOnly"
 }

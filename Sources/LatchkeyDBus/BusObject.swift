@@ -18,7 +18,7 @@
 /// checked first; then `prepareToReadProperties()` (Get, GetAll) or `checkExists()` (Set) runs, for an
 /// object type that has properties at all; then the tables answer. An interface name of "" means all
 /// of the object's interfaces.
-public protocol BusObject {
+package protocol BusObject {
     /// The object's own interfaces (the standard ones are added by `dispatch` and introspection).
     static var interfaces: [BusInterface<Self>] { get }
     /// Caps for reading a call's arguments, unless the method sets its own.
@@ -36,20 +36,20 @@ public protocol BusObject {
 }
 
 extension BusObject {
-    public static var readLimits: ReadLimits { ReadLimits() }
-    public static var propertyWriteLimits: ReadLimits { readLimits }
-    public func checkExists() throws {}
-    public func prepareToReadProperties() throws { try checkExists() }
-    public func childNodes() throws -> [String] { [] }
+    package static var readLimits: ReadLimits { ReadLimits() }
+    package static var propertyWriteLimits: ReadLimits { readLimits }
+    package func checkExists() throws {}
+    package func prepareToReadProperties() throws { try checkExists() }
+    package func childNodes() throws -> [String] { [] }
 
     /// The introspection document of an object of this type with `children`.
-    public static func introspection(children: [String] = []) -> String {
+    package static func introspection(children: [String] = []) -> String {
         BusIntrospection.document(interfaces.map(\.introspection), children: children)
     }
 
     /// Answers a method call addressed to this object (see `BusObject`): replies, or throws the error
     /// to reply with. Errors from handlers pass through unchanged.
-    public func dispatch(_ call: BusMessage) throws {
+    package func dispatch(_ call: BusMessage) throws {
         let member = call.member ?? ""
         let interface = call.interface
         if member == "Introspect", interface == nil || interface == BusIntrospection.introspectable {

@@ -9,20 +9,20 @@ import Glibc
 /// walks the body only as the reader asks for values. These caps are checked before each value is
 /// built, so a peer that sends a 100,000-entry map costs the reader what its first entries cost, and
 /// the reply is `InvalidArgs` naming the cap.
-public struct ReadLimits: Sendable, Equatable {
+package struct ReadLimits: Sendable, Equatable {
     /// Values in the whole body. Every basic value, every container (array, struct, dictionary entry,
     /// variant) and every byte array counts one.
-    public var maxValues: Int
+    package var maxValues: Int
     /// Elements of any one array other than a byte array.
-    public var maxArrayElements: Int
+    package var maxArrayElements: Int
     /// Bytes of any one string, object path or signature.
-    public var maxStringBytes: Int
+    package var maxStringBytes: Int
     /// Bytes of any one byte array (`ay`, read in one piece).
-    public var maxByteArray: Int
+    package var maxByteArray: Int
 
     /// No caps but the byte-array one (`BusMessage.maximumByteArray`): for messages from the bus
     /// daemon and from peers whose signals the daemon already filtered by owner.
-    public init(maxValues: Int = .max, maxArrayElements: Int = .max, maxStringBytes: Int = .max,
+    package init(maxValues: Int = .max, maxArrayElements: Int = .max, maxStringBytes: Int = .max,
                 maxByteArray: Int = BusMessage.maximumByteArray) {
         self.maxValues = maxValues
         self.maxArrayElements = maxArrayElements

@@ -10,7 +10,7 @@ import Glibc
 /// builds one. A byte array is read as `.byteArray`, one contiguous buffer; `.array(elementType: "y", …)`
 /// of `.byte` values is the same D-Bus value but is only ever written. Unix file descriptors (`h`) are
 /// not supported.
-public indirect enum BusValue: Sendable, Equatable {
+package indirect enum BusValue: Sendable, Equatable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -35,7 +35,7 @@ public indirect enum BusValue: Sendable, Equatable {
     case variant(BusValue)
 
     /// The value's D-Bus signature (one complete type).
-    public var signature: String {
+    package var signature: String {
         switch self {
         case .byte: "y"
         case .boolean: "b"
@@ -58,12 +58,12 @@ public indirect enum BusValue: Sendable, Equatable {
     }
 
     /// A dictionary (`a{…}`) from key/value pairs, in order.
-    public static func dictionary(keyType: String, valueType: String, _ entries: [(BusValue, BusValue)]) -> BusValue {
+    package static func dictionary(keyType: String, valueType: String, _ entries: [(BusValue, BusValue)]) -> BusValue {
         .array(elementType: "{\(keyType)\(valueType)}", entries.map { .dictEntry($0.0, $0.1) })
     }
 
     /// An `as` array.
-    public static func strings(_ values: [String]) -> BusValue {
+    package static func strings(_ values: [String]) -> BusValue {
         .array(elementType: "s", values.map { .string($0) })
     }
 }
@@ -71,23 +71,23 @@ public indirect enum BusValue: Sendable, Equatable {
 // Accessors: nil when the value has another type.
 extension BusValue {
     /// The string of an `s`, `o` or `g` value.
-    public var string: String? {
+    package var string: String? {
         switch self {
         case .string(let s), .objectPath(let s), .signature(let s): s
         default: nil
         }
     }
 
-    public var bool: Bool? {
+    package var bool: Bool? {
         if case .boolean(let b) = self { b } else { nil }
     }
 
-    public var uint32: UInt32? {
+    package var uint32: UInt32? {
         if case .uint32(let u) = self { u } else { nil }
     }
 
     /// The bytes of a byte array (either representation).
-    public var bytes: [UInt8]? {
+    package var bytes: [UInt8]? {
         switch self {
         case .byteArray(let bytes): return bytes
         case .array("y", let items):
@@ -102,7 +102,7 @@ extension BusValue {
     }
 
     /// The elements of an array (for a `.byteArray`, its bytes as `.byte` values).
-    public var elements: [BusValue]? {
+    package var elements: [BusValue]? {
         switch self {
         case .array(_, let items): items
         case .byteArray(let bytes): bytes.map { .byte($0) }
@@ -111,17 +111,17 @@ extension BusValue {
     }
 
     /// The fields of a struct.
-    public var fields: [BusValue]? {
+    package var fields: [BusValue]? {
         if case .structure(let fields) = self { fields } else { nil }
     }
 
     /// The value inside a variant.
-    public var variantValue: BusValue? {
+    package var variantValue: BusValue? {
         if case .variant(let inner) = self { inner } else { nil }
     }
 
     /// The entries of a dictionary with string keys (`a{s…}`); a repeated key keeps its last value.
-    public var stringKeyedEntries: [String: BusValue]? {
+    package var stringKeyedEntries: [String: BusValue]? {
         guard case .array(_, let items) = self else { return nil }
         var result: [String: BusValue] = [:]
         for item in items {
@@ -141,7 +141,7 @@ extension BusValue {
     /// the value handed to `append`. That is the point, and the caller must be done with all of them.
     /// Byte arrays written as `.array(elementType: "y", …)` are separate `.byte` values and cannot
     /// be wiped; secrets are never built that way.
-    public func wipeByteArrays() {
+    package func wipeByteArrays() {
         switch self {
         case .byteArray(let bytes):
             BusValue.wipeShared(bytes)
@@ -158,7 +158,7 @@ extension BusValue {
     }
 
     /// Zeroes the storage `bytes` shares with every copy of it (see `wipeByteArrays`).
-    public static func wipeShared(_ bytes: [UInt8]) {
+    package static func wipeShared(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { buffer in
             guard let base = buffer.baseAddress, buffer.count > 0 else { return }
             explicit_bzero(UnsafeMutableRawPointer(mutating: base), buffer.count)

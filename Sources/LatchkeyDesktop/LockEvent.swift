@@ -4,7 +4,7 @@
 /// announced an unlock. Anything holding secrets must not treat it as authentication; unlocking keys always
 /// needs the password (or another real credential). The same lock may be reported more than once (logind's
 /// `Lock` signal and its `LockedHint`, or a screen saver that emits on two paths), so act idempotently.
-public enum LockEvent: Sendable, Equatable {
+package enum LockEvent: Sendable, Equatable {
     /// The session was locked, or a screen saver became active. `source` says who reported it:
     /// `login1.Lock`, `login1.LockedHint`, or the screen saver's bus name (`org.gnome.ScreenSaver`, …).
     case locked(source: String)

@@ -28,15 +28,15 @@ import Logging
 /// and the logger's handler run on those threads: events from one bus arrive in order, but the two buses
 /// may call concurrently. Both must return quickly. The watcher's methods may be called from any other
 /// thread.
-public final class LockWatcher: Sendable {
+package final class LockWatcher: Sendable {
     /// When to try a lost or missing bus again.
-    public struct Retry: Sendable, Equatable {
+    package struct Retry: Sendable, Equatable {
         /// Seconds before the first new attempt.
-        public var initial: Double
+        package var initial: Double
         /// The longest wait between attempts.
-        public var maximum: Double
+        package var maximum: Double
 
-        public init(initial: Double = 1, maximum: Double = 30) {
+        package init(initial: Double = 1, maximum: Double = 30) {
             self.initial = initial
             self.maximum = maximum
         }
@@ -56,7 +56,7 @@ public final class LockWatcher: Sendable {
     ///   - onEvent: receives each lock, unlock, sleep and resume event.
     ///   - log: where diagnostics go (never a secret): `.info` and `.warning` for what changed or failed,
     ///     `.debug` for per-signal detail (ignored and spoofed signals).
-    public init(systemBus: BusEndpoint? = .system, sessionBus: BusEndpoint? = .session, uid: uid_t = getuid(),
+    package init(systemBus: BusEndpoint? = .system, sessionBus: BusEndpoint? = .session, uid: uid_t = getuid(),
                 retry: Retry = Retry(), onEvent: @escaping @Sendable (LockEvent) -> Void, log: Logger) {
         let readiness = Readiness()
         let plan: [(String, BusEndpoint?, WatchedBus.Start)] = [
@@ -82,14 +82,14 @@ public final class LockWatcher: Sendable {
 
     /// Waits until every reachable bus has answered the initial queries (name owners, logind's sessions),
     /// so that signals sent afterwards are judged with complete state. Returns false on timeout.
-    public func waitUntilReady(timeout: Duration) -> Bool {
+    package func waitUntilReady(timeout: Duration) -> Bool {
         readiness.wait(timeout: timeout)
     }
 
     /// Stops watching and closes the connections. When it returns, no callback is running and none will run
     /// again. Do not call it (or drop the last reference) from `onEvent` or a log handler: it waits for the loop
     /// threads those run on.
-    public func stop() {
+    package func stop() {
         for bus in buses { bus.stop() }
     }
 }

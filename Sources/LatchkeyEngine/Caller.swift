@@ -5,20 +5,20 @@
 /// the engine's interface: the access policy (`AccessGroupPolicy`) lets every caller of the user's own uid
 /// use every group, and puts items added without `kSecAttrAccessGroup` in the caller's first group,
 /// `Caller.defaultAccessGroup` unless it says otherwise.
-public struct Caller: Sendable, Equatable {
+package struct Caller: Sendable, Equatable {
     /// The group items go to when the caller names none.
-    public static let defaultAccessGroup = "default"
+    package static let defaultAccessGroup = "default"
 
-    public var uid: UInt32
-    public var pid: Int32
+    package var uid: UInt32
+    package var pid: Int32
     /// The caller's executable (`/proc/PID/exe`), when it could be read.
-    public var executable: String?
+    package var executable: String?
     /// The caller's access groups, in order; the first is where new items go.
-    public var accessGroups: [String]
+    package var accessGroups: [String]
     /// Whether the caller may use groups outside `accessGroups` (true until per-application groups exist).
-    public var mayUseAnyGroup: Bool
+    package var mayUseAnyGroup: Bool
 
-    public init(uid: UInt32, pid: Int32, executable: String? = nil,
+    package init(uid: UInt32, pid: Int32, executable: String? = nil,
                 accessGroups: [String] = [Caller.defaultAccessGroup], mayUseAnyGroup: Bool = true) {
         self.uid = uid
         self.pid = pid
@@ -28,7 +28,7 @@ public struct Caller: Sendable, Equatable {
     }
 
     /// Whether the caller may read or write items of `group`.
-    public func mayUse(group: String) -> Bool {
+    package func mayUse(group: String) -> Bool {
         mayUseAnyGroup || accessGroups.contains(group)
     }
 }

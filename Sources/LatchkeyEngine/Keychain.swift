@@ -10,8 +10,8 @@ import LatchkeySecrets
 /// nothing of sockets or buses. All methods are safe to call from several threads: one mutex serialises
 /// the lock state and the store, and the slow Argon2id derivations and private-key operations run
 /// outside it, so they never block other callers.
-public final class Keychain: @unchecked Sendable {
-    public let location: KeychainLocation
+package final class Keychain: @unchecked Sendable {
+    package let location: KeychainLocation
     let mutex = EngineMutex()
     let lockState: LockState
     let gate: RequestGate
@@ -20,7 +20,7 @@ public final class Keychain: @unchecked Sendable {
 
     /// Opens the keychain in `location` if it exists. Damaged files are reported by every later call,
     /// never repaired or replaced.
-    public convenience init(location: KeychainLocation) {
+    package convenience init(location: KeychainLocation) {
         self.init(location: location, policy: AccessGroupPolicy())
     }
 
@@ -41,14 +41,14 @@ public final class Keychain: @unchecked Sendable {
     // MARK: - SecItem
 
     /// SecItemAdd.
-    public func add(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
+    package func add(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
         var request = try DictionaryParser.parseAdd(dictionary)
         try gate.admit(&request, caller: caller)
         return try withItems { items throws(SecError) in try items.add(request) }
     }
 
     /// SecItemCopyMatching.
-    public func copyMatching(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
+    package func copyMatching(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
         let query = try ItemRules.prepared(DictionaryParser.parseQuery(dictionary, for: .copyMatching))
         // A certificate's (or an identity's) reference carries the certificate's DER, its item's data.
         let readsData = query.returns.data || (query.returns.ref && (query.itemClass == .certificate || query.identity))
@@ -57,7 +57,7 @@ public final class Keychain: @unchecked Sendable {
     }
 
     /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing.
-    public func update(_ queryDictionary: SecDictionary, _ changesDictionary: SecDictionary, caller: Caller) throws(SecError) {
+    package func update(_ queryDictionary: SecDictionary, _ changesDictionary: SecDictionary, caller: Caller) throws(SecError) {
         let query = try ItemRules.prepared(DictionaryParser.parseQuery(queryDictionary, for: .update))
         if query.identity {
             let changes = try Identities.changes(changesDictionary)
@@ -71,7 +71,7 @@ public final class Keychain: @unchecked Sendable {
     }
 
     /// SecItemDelete. Works whatever the lock state (see `ItemRules.delete`).
-    public func delete(_ dictionary: SecDictionary, caller: Caller) throws(SecError) {
+    package func delete(_ dictionary: SecDictionary, caller: Caller) throws(SecError) {
         let query = try ItemRules.prepared(DictionaryParser.parseQuery(dictionary, for: .delete))
         try gate.admit(.delete, query, caller: caller)
         try withItems { items throws(SecError) in try items.delete(query) }
@@ -79,7 +79,7 @@ public final class Keychain: @unchecked Sendable {
 
     /// A private-key operation for a caller: the key stays here, only the result leaves. The key's
     /// class key must be held (errSecInteractionNotAllowed otherwise), as for reading the item.
-    public func keyOperation(_ request: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
+    package func keyOperation(_ request: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
         let operation = try KeyOperations.Request(parsing: request)
         _ = try gate.admit(AccessRequest(operation.accessKind, caller: caller, itemClass: .key))
         // Only opening the item needs the mutex; the cryptography runs outside it.
@@ -94,7 +94,7 @@ public final class Keychain: @unchecked Sendable {
 
     /// `SecKeyCreateRandomKey` for a key stored at once (see `KeyOperations.generate`); returns the
     /// private key's reference.
-    public func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
+    package func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
         var privateMaterial: [UInt8] = []
         #if DEBUG
         var generated: UInt?
@@ -132,51 +132,51 @@ public final class Keychain: @unchecked Sendable {
     /// emit ItemCreated/ItemChanged/ItemDeleted. It runs on the caller's thread with the keychain's
     /// mutex held: it must only queue work (calling back into this keychain from it would deadlock).
     /// One observer per keychain; nil removes it.
-    public func observeItemChanges(_ observer: (@Sendable (KeychainItemChange) -> Void)?) {
+    package func observeItemChanges(_ observer: (@Sendable (KeychainItemChange) -> Void)?) {
         mutex.withLock { itemChangeObserver = observer }
     }
 
     // MARK: - Lock state
 
     /// Creates a keychain protected by `password` and leaves it unlocked.
-    public func create(password: SecretBytes, parameters: Argon2Parameters = .default,
+    package func create(password: SecretBytes, parameters: Argon2Parameters = .default,
                        allowWeakParameters: Bool = false) throws(SecError) {
         try lockState.create(password: password, parameters: parameters, allowWeakParameters: allowWeakParameters)
     }
 
     /// Derives the master key from `password` and unlocks every password-protected class.
     /// A wrong password is errSecAuthFailed and changes nothing.
-    public func unlock(password: SecretBytes) throws(SecError) {
+    package func unlock(password: SecretBytes) throws(SecError) {
         try lockState.unlock(password: password)
     }
 
     /// Unlocks with an already derived master key (the PAM hand-off delivers one).
-    public func unlock(masterKey: SecretBytes) throws(SecError) {
+    package func unlock(masterKey: SecretBytes) throws(SecError) {
         try lockState.unlock(masterKey: masterKey)
     }
 
     /// The PAM hand-off: a master key and, when pam_latchkey could read the machine secret, this user's
     /// device factor (see `LockState.handOff`). A wrong master key is errSecAuthFailed and changes nothing.
-    public func handOff(masterKey: SecretBytes, deviceFactor factor: SecretBytes?) throws(SecError) {
+    package func handOff(masterKey: SecretBytes, deviceFactor factor: SecretBytes?) throws(SecError) {
         try lockState.handOff(masterKey: masterKey, deviceFactor: factor)
     }
 
     /// Drops the WhenUnlocked family of class keys (screen lock), or all password-protected ones (logout).
     /// Returns whether any key was held, so callers can tell a lock from a no-op.
     @discardableResult
-    public func lock(all: Bool) -> Bool {
+    package func lock(all: Bool) -> Bool {
         lockState.lock(all: all)
     }
 
     /// Re-wraps the class keys under a new password. Items are not re-encrypted. The keybag is replaced
     /// atomically, so a crash leaves one that opens with the old or the new password.
-    public func changePassword(old: SecretBytes, new: SecretBytes, parameters: Argon2Parameters? = nil,
+    package func changePassword(old: SecretBytes, new: SecretBytes, parameters: Argon2Parameters? = nil,
                                allowWeakParameters: Bool = false) throws(SecError) {
         try lockState.changePassword(old: old, new: new, parameters: parameters, allowWeakParameters: allowWeakParameters)
     }
 
     /// The state of the keychain and of every class key.
-    public func status() -> KeychainStatus {
+    package func status() -> KeychainStatus {
         lockState.status()
     }
 
@@ -187,7 +187,7 @@ public final class Keychain: @unchecked Sendable {
 
     /// Registers (or with nil removes) the one observer of lock-state changes. It runs on the thread
     /// that changed the state, after the engine's mutex is released, and must return quickly.
-    public func observeLockState(_ observer: (@Sendable () -> Void)?) {
+    package func observeLockState(_ observer: (@Sendable () -> Void)?) {
         lockState.observe(observer)
     }
 }

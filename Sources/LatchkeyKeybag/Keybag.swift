@@ -7,18 +7,18 @@ import LatchkeySecrets
 ///
 /// A value type holding only the file's contents (nothing unwrapped), so it can be passed around
 /// and compared freely. Format and derivations: docs/KEYBAG.md.
-public struct Keybag: Sendable, Equatable, CustomStringConvertible {
+package struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// The only format version this build reads and writes.
-    public static let formatVersion: UInt16 = 1
+    package static let formatVersion: UInt16 = 1
     /// Size in bytes of a version 1 keybag file.
-    public static let fileSize = KeybagLayout.fileSize
+    package static let fileSize = KeybagLayout.fileSize
 
     /// Random 16-byte identifier, fixed for the keybag's life; bound into every wrapped key.
-    public let id: [UInt8]
+    package let id: [UInt8]
     /// Argon2id parameters the master key is derived with.
-    public let parameters: Argon2Parameters
+    package let parameters: Argon2Parameters
     /// Argon2id salt (16 bytes), replaced on every password change.
-    public let salt: [UInt8]
+    package let salt: [UInt8]
     /// HKDF-derived password verifier (32 bytes).
     let verifier: [UInt8]
     /// Seed S for the Always classes' KEKs. Stored in clear on purpose (docs/KEYBAG.md); still kept
@@ -28,7 +28,7 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
     let wrappedKeys: [ProtectionClass: [UInt8]]
     /// Whether the ThisDeviceOnly classes are bound to a machine: their KEKs then also take the device
     /// factor (flags bit 0, docs/KEYBAG.md "Device binding").
-    public let isDeviceBound: Bool
+    package let isDeviceBound: Bool
     /// Where the keybag came from, for error messages only (not part of equality).
     let origin: String
 
@@ -48,13 +48,13 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
     static let inMemoryOrigin = "(new keybag)"
 
     /// Equal when the file contents are equal; where the value came from does not matter.
-    public static func == (a: Keybag, b: Keybag) -> Bool {
+    package static func == (a: Keybag, b: Keybag) -> Bool {
         a.id == b.id && a.parameters == b.parameters && a.salt == b.salt && a.verifier == b.verifier
             && a.alwaysSeed == b.alwaysSeed && a.wrappedKeys == b.wrappedKeys && a.isDeviceBound == b.isDeviceBound
     }
 
     /// Identifier and cost parameters only; the default reflection would print the always seed.
-    public var description: String {
+    package var description: String {
         let idHex = id.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
         return "Keybag(id: \(idHex), argon2id t=\(parameters.timeCost) m=\(parameters.memoryKiB)KiB p=\(parameters.parallelism)\(isDeviceBound ? ", device-bound" : ""))"
     }
@@ -65,7 +65,7 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// it with all seven class keys unwrapped. Refuses parameters that fail `validate()` or use less
     /// than `Argon2Parameters.minimumMemoryKiB`, unless `allowWeakParameters` (tests only).
     /// With `deviceFactor` the keybag is created device-bound.
-    public static func create(password: SecretBytes, parameters: Argon2Parameters = .default,
+    package static func create(password: SecretBytes, parameters: Argon2Parameters = .default,
                               allowWeakParameters: Bool = false,
                               deviceFactor: SecretBytes? = nil) throws -> (Keybag, ClassKeys) {
         try checkParameters(parameters, allowWeak: allowWeakParameters)
@@ -133,20 +133,20 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
 
     /// The largest Argon2id parameters a new keybag or password change may use: what pam_latchkey
     /// accepts from a keybag (docs/KEYBAG.md "Parameter validation").
-    public static let maximumTimeCost: UInt32 = 16
-    public static let maximumMemoryKiB: UInt32 = 1_048_576
-    public static let maximumParallelism: UInt32 = 8
+    package static let maximumTimeCost: UInt32 = 16
+    package static let maximumMemoryKiB: UInt32 = 1_048_576
+    package static let maximumParallelism: UInt32 = 8
 
     // MARK: Unlocking
 
     /// M = Argon2id(password, salt, parameters). The slow step (about 0.2–0.5 s with the defaults);
     /// do it once per unlock and pass M to `verify`/`unlockPasswordClasses`.
-    public func deriveMasterKey(password: SecretBytes) throws -> SecretBytes {
+    package func deriveMasterKey(password: SecretBytes) throws -> SecretBytes {
         try KeyHierarchy.masterKey(password: password, salt: salt, parameters: parameters)
     }
 
     /// Whether `masterKey` matches the stored verifier, compared in constant time.
-    public func verify(masterKey: SecretBytes) -> Bool {
+    package func verify(masterKey: SecretBytes) -> Bool {
         guard var candidate = try? KeyHierarchy.verifier(masterKey: masterKey) else { return false }
         defer { SecretBytes.wipe(&candidate) }
         return candidate.withUnsafeBytes { a in verifier.withUnsafeBytes { b in SecretBytes.constantTimeEquals(a, b) } }
@@ -154,7 +154,7 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
 
     /// The device factor of this keybag for user `uid` on the machine whose secret is given
     /// (docs/KEYBAG.md "Device binding"). Only root can read a machine secret.
-    public func deviceFactor(machineSecret: SecretBytes, uid: UInt32) throws -> SecretBytes {
+    package func deviceFactor(machineSecret: SecretBytes, uid: UInt32) throws -> SecretBytes {
         try KeyHierarchy.deviceFactor(machineSecret: machineSecret, uid: uid, keybagID: id)
     }
 
@@ -165,7 +165,7 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// The ThisDeviceOnly password classes of a device-bound keybag need `deviceFactor`: without it
     /// they are left out of the result (the rest still unlocks); with a factor that does not open
     /// them, `.wrongDevice`.
-    public func unlockPasswordClasses(masterKey: SecretBytes, deviceFactor: SecretBytes? = nil) throws -> ClassKeys {
+    package func unlockPasswordClasses(masterKey: SecretBytes, deviceFactor: SecretBytes? = nil) throws -> ClassKeys {
         guard verify(masterKey: masterKey) else { throw KeybagError.wrongPassword }
         let classes = ProtectionClass.allCases.filter { $0.requiresPassword && canOpen($0, deviceFactor: deviceFactor) }
         return try unwrap(classes: classes, base: masterKey, deviceFactor: deviceFactor)
@@ -174,7 +174,7 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// Unwraps the Always classes, which need no password (file permissions protect them). In a
     /// device-bound keybag AlwaysThisDeviceOnly also needs `deviceFactor` (left out without it;
     /// `.wrongDevice` if the factor does not open it). Cheap, so it also serves to check a factor.
-    public func unlockAlwaysClasses(deviceFactor: SecretBytes? = nil) throws -> ClassKeys {
+    package func unlockAlwaysClasses(deviceFactor: SecretBytes? = nil) throws -> ClassKeys {
         let classes = ProtectionClass.allCases.filter { !$0.requiresPassword && canOpen($0, deviceFactor: deviceFactor) }
         return try unwrap(classes: classes, base: SecretBytes(copying: alwaysSeed), deviceFactor: deviceFactor)
     }
@@ -207,7 +207,7 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// A copy of this (unbound) keybag with its ThisDeviceOnly classes re-wrapped under KEKs that
     /// also take `deviceFactor`, with fresh nonces. Everything else is unchanged byte for byte.
     /// Needs the current master key, since three of the four classes are password classes.
-    public func binding(masterKey: SecretBytes, deviceFactor: SecretBytes) throws -> Keybag {
+    package func binding(masterKey: SecretBytes, deviceFactor: SecretBytes) throws -> Keybag {
         try binding(masterKey: masterKey, deviceFactor: deviceFactor, nonces: nil)
     }
 
@@ -240,7 +240,7 @@ public struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// are held to the 64 MiB floor unless `allowWeakParameters`; keeping the current parameters is
     /// always allowed, so a keybag created with weak parameters can still change its password.
     /// A device-bound keybag also needs its `deviceFactor` (`.deviceFactorRequired` without it).
-    public func changingPassword(masterKey: SecretBytes, deviceFactor: SecretBytes? = nil, newPassword: SecretBytes,
+    package func changingPassword(masterKey: SecretBytes, deviceFactor: SecretBytes? = nil, newPassword: SecretBytes,
                                  parameters: Argon2Parameters? = nil, allowWeakParameters: Bool = false) throws -> Keybag {
         let newParameters = parameters ?? self.parameters
         try Keybag.checkParameters(newParameters, allowWeak: allowWeakParameters || parameters == nil)

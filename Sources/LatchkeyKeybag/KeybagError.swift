@@ -2,7 +2,7 @@
 ///
 /// Descriptions name the file and the problem, never a password, key or file byte, because they are
 /// shown to users and written to the journal.
-public enum KeybagError: Error, Equatable, CustomStringConvertible {
+package enum KeybagError: Error, Equatable, CustomStringConvertible {
     /// No file at `path`.
     case notFound(path: String)
     /// The file does not start with the keybag magic; it is some other file.
@@ -27,7 +27,7 @@ public enum KeybagError: Error, Equatable, CustomStringConvertible {
     case weakParameters(String)
 
     /// A one-line, secret-free explanation.
-    public var description: String {
+    package var description: String {
         switch self {
         case .notFound(let path): "keybag not found: \(path)"
         case .notAKeybag(let path): "not a latchkey keybag: \(path)"

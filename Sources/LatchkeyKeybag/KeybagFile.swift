@@ -14,7 +14,7 @@ extension Keybag {
 
     /// Reads and validates the keybag at `path` without modifying it. Refuses to follow a symbolic
     /// link in the last component (`O_NOFOLLOW`), so a planted link cannot redirect the agent.
-    public static func load(path: String) throws -> Keybag {
+    package static func load(path: String) throws -> Keybag {
         // Files.read never blocks on a FIFO planted in place of the keybag (it is refused as not a regular
         // file), and reads one byte past the cap so that a larger file is seen as such by `parse`.
         let bytes: [UInt8]
@@ -37,7 +37,7 @@ extension Keybag {
     /// the old file is untouched; after it the new file is complete. A crash therefore leaves either
     /// the old or the new keybag at `path`, plus at worst a stray temporary file that `load` never
     /// looks at.
-    public func write(to path: String) throws {
+    package func write(to path: String) throws {
         try write(to: path, beforeRename: nil)
     }
 

@@ -25,7 +25,7 @@ enum KeybagLayout {
 
 extension Keybag {
     /// The file image: header, entries in ascending class order, then SHA-256 of all of it.
-    public func serialized() -> [UInt8] {
+    package func serialized() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(KeybagLayout.fileSize)
         out += KeybagLayout.magic
@@ -52,7 +52,7 @@ extension Keybag {
     /// Order matters: the magic decides "not a keybag"; the checksum trailer (present in every
     /// version) is checked before the version so a flipped version byte reads as corruption, not as
     /// a newer format; only an intact file with an unknown version is `unsupportedVersion`.
-    public static func parse(_ bytes: [UInt8], path: String) throws -> Keybag {
+    package static func parse(_ bytes: [UInt8], path: String) throws -> Keybag {
         let magic = KeybagLayout.magic
         guard bytes.count >= magic.count else {
             // A file holding a prefix of the magic is a truncated keybag, anything else is foreign.

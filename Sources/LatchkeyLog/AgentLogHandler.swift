@@ -6,28 +6,28 @@ import Logging
 /// Only the executable bootstraps it (`LoggingSystem.bootstrap`); the agent's modules just take a
 /// `Logger`. The default level is `info`, so `debug` and `trace` events are dropped unless a logger
 /// lowers its level.
-public struct AgentLogHandler: LogHandler {
+package struct AgentLogHandler: LogHandler {
     /// Events below this level are dropped.
-    public var logLevel: Logger.Level = .info
+    package var logLevel: Logger.Level = .info
     /// Printed after the message as ` key=value`; empty in everything the agent logs today.
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
 
     private let output: LogOutput
 
     /// A handler writing to `output`, with the bootstrapped metadata provider (if any).
-    public init(output: LogOutput = .standardError,
+    package init(output: LogOutput = .standardError,
                 metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider) {
         self.output = output
         self.metadataProvider = metadataProvider
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         output.write(LogLine.now(event.level, event.message.description, metadata: effectiveMetadata(event)))
     }
 

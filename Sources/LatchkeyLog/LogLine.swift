@@ -11,9 +11,9 @@ import Logging
 /// (C0, DEL, C1), the Unicode line and paragraph separators and the backslash are written as Swift-style
 /// escapes (`\n`, `\r`, `\t`, `\\`, `\u{1b}`), which keeps the line readable and the escaping reversible.
 /// Everything else, including other non-ASCII text, is written as it is.
-public enum LogLine {
+package enum LogLine {
     /// The program name in every line.
-    public static let program = "latchkeyd"
+    package static let program = "latchkeyd"
 
     /// The line for `level` and `message` at `seconds` since the epoch, from process `pid`.
     ///
@@ -21,7 +21,7 @@ public enum LogLine {
     /// `trace`, `debug`, `notice` and `critical` under their own names. Metadata, when there is any,
     /// follows the message as ` key=value` pairs sorted by key (escaped like the message), so a line
     /// without metadata is exactly what the agent wrote before it used swift-log.
-    public static func format(level: Logger.Level, message: String, metadata: Logger.Metadata? = nil,
+    package static func format(level: Logger.Level, message: String, metadata: Logger.Metadata? = nil,
                               seconds: Int, pid: Int32) -> String {
         var line = timestamp(seconds: seconds) + " \(program)[\(pid)] \(level.rawValue): " + escaped(message)
         if let metadata {
@@ -33,14 +33,14 @@ public enum LogLine {
     }
 
     /// The line for `level` and `message` now, from this process.
-    public static func now(_ level: Logger.Level, _ message: String, metadata: Logger.Metadata? = nil) -> String {
+    package static func now(_ level: Logger.Level, _ message: String, metadata: Logger.Metadata? = nil) -> String {
         var clock = timespec()
         clock_gettime(CLOCK_REALTIME, &clock)
         return format(level: level, message: message, metadata: metadata, seconds: Int(clock.tv_sec), pid: getpid())
     }
 
     /// `YYYY-MM-DDTHH:MM:SSZ` in UTC.
-    public static func timestamp(seconds: Int) -> String {
+    package static func timestamp(seconds: Int) -> String {
         var time = tm()
         var value = time_t(seconds)
         gmtime_r(&value, &time)
@@ -50,7 +50,7 @@ public enum LogLine {
 
     /// `text` with every character that could break or disguise a line escaped (see the type's comment);
     /// `text` itself when it has none, which is every message the agent writes today but for a backslash.
-    public static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: needsEscape) else { return text }
         var result = ""
         result.reserveCapacity(text.utf8.count + 16)

@@ -11,27 +11,27 @@ import SystemPackage
 /// renamed to `agent.log.1`, replacing the previous one, and a fresh `agent.log` is put on the same
 /// descriptor with `dup2`, so at most about twice the limit is kept. A pipe, a socket (the journal) or a
 /// terminal is never touched.
-public final class LogOutput: Sendable {
+package final class LogOutput: Sendable {
     /// Standard error, where the agent has always logged.
-    public static let standardError = LogOutput(descriptor: 2)
+    package static let standardError = LogOutput(descriptor: 2)
 
     /// agent.log is renamed aside once it passes 1 MiB, unless `--log-limit` or `LATCHKEY_LOG_LIMIT` says
     /// otherwise.
-    public static let defaultLimit = 1 << 20
+    package static let defaultLimit = 1 << 20
 
     /// The descriptor written to.
-    public let descriptor: Int32
+    package let descriptor: Int32
     /// The cap, if any. Held around the size check and the rotation only: writes never wait for it,
     /// and a line written while another thread rotates lands whole in either file.
     private let rotation = Locked<Rotation?>(nil)
 
     /// An output on `descriptor`, uncapped until ``bound(path:limit:)``.
-    public init(descriptor: Int32) {
+    package init(descriptor: Int32) {
         self.descriptor = descriptor
     }
 
     /// Writes `line` (which ends in a newline), then rotates if that filled the file.
-    public func write(_ line: String) {
+    package func write(_ line: String) {
         var line = line
         line.withUTF8 { bytes in
             _ = Glibc.write(descriptor, bytes.baseAddress, bytes.count) // one write per line: lines from threads never interleave
@@ -44,7 +44,7 @@ public final class LogOutput: Sendable {
     /// directory only this user can write (the agent's checked 0700 runtime directory): rotation creates
     /// files there. Returns whether the cap is now in force; a limit of 0 means no cap.
     @discardableResult
-    public func bound(path: String, limit: Int) -> Bool {
+    package func bound(path: String, limit: Int) -> Bool {
         var open = stat()
         var named = stat()
         guard limit > 0,

@@ -4,9 +4,9 @@
 /// same bytes match each other; numbers compare as numbers. `canonicalBytes` reproduces that equivalence:
 /// two values match exactly when their canonical bytes are equal. The engine feeds the same bytes to
 /// HMAC for the on-disk index, so memory matching and index matching can never disagree.
-public enum AttributeValue {
+package enum AttributeValue {
     /// Coerces a caller's value to the form stored for an attribute, or fails with errSecParam.
-    public static func coerce(_ value: SecValue, for spec: AttributeSpec) throws(SecError) -> SecValue {
+    package static func coerce(_ value: SecValue, for spec: AttributeSpec) throws(SecError) -> SecValue {
         switch (spec.kind, value) {
         case (.blob, .string), (.blob, .data), (.blob, .int), (.blob, .double):
             return value
@@ -48,7 +48,7 @@ public enum AttributeValue {
     /// The canonical bytes of a stored (coerced) attribute value, prefixed by the attribute name so that
     /// equal values of different attributes never share a hash. A number kept in a blob attribute counts
     /// as its 4-byte SInt32, as securityd's `copyData` makes it.
-    public static func canonicalBytes(_ spec: AttributeSpec, _ value: SecValue) -> [UInt8] {
+    package static func canonicalBytes(_ spec: AttributeSpec, _ value: SecValue) -> [UInt8] {
         var out = Array(spec.name.utf8)
         out.append(0)
         switch value {

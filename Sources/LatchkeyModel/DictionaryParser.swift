@@ -1,5 +1,5 @@
 /// Which SecItem call a query dictionary belongs to; the same key means different things in each.
-public enum QueryOperation: Sendable {
+package enum QueryOperation: Sendable {
     case copyMatching
     case update
     case delete
@@ -8,12 +8,12 @@ public enum QueryOperation: Sendable {
 /// Parses SecItem dictionaries with securityd's rules (`query_applier` in SecDbQuery.c): four-character
 /// keys are attributes of the class, anything else is dispatched on its first character (`c`lass,
 /// `m`atch, `r`eturn, `u`se, `v`alue; `f` ignored), and every misuse gets Apple's status.
-public enum DictionaryParser {
+package enum DictionaryParser {
     /// securityd's QUERY_KEY_LIMIT.
-    public static let maximumKeys = 128
+    package static let maximumKeys = 128
 
     /// Parses a SecItemAdd dictionary.
-    public static func parseAdd(_ dictionary: SecDictionary) throws(SecError) -> AddRequest {
+    package static func parseAdd(_ dictionary: SecDictionary) throws(SecError) -> AddRequest {
         try checkShape(dictionary)
         let reference = try dictionary[SecKeys.valueRef].map { value throws(SecError) in try ItemReference(value) }
         let (itemClass, identity) = try classOf(dictionary, persistentRef: nil, reference: reference)
@@ -50,7 +50,7 @@ public enum DictionaryParser {
     }
 
     /// Parses a query dictionary for SecItemCopyMatching, SecItemUpdate or SecItemDelete.
-    public static func parseQuery(_ dictionary: SecDictionary, for operation: QueryOperation) throws(SecError) -> ItemQuery {
+    package static func parseQuery(_ dictionary: SecDictionary, for operation: QueryOperation) throws(SecError) -> ItemQuery {
         try checkShape(dictionary)
         var persistentRef: PersistentRef?
         if let refValue = dictionary[SecKeys.valuePersistentRef] {
@@ -118,7 +118,7 @@ public enum DictionaryParser {
 
     /// Parses the `attributesToUpdate` dictionary of SecItemUpdate: attributes of the class and
     /// `kSecValueData` only; any other key is errSecNoSuchAttr, as in securityd.
-    public static func parseChanges(_ dictionary: SecDictionary, itemClass: ItemClass) throws(SecError) -> AttributeChanges {
+    package static func parseChanges(_ dictionary: SecDictionary, itemClass: ItemClass) throws(SecError) -> AttributeChanges {
         try checkShape(dictionary)
         var changes = AttributeChanges()
         for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
@@ -150,7 +150,7 @@ public enum DictionaryParser {
     }
 
     /// Whether a dictionary key names an attribute (four characters, as in securityd).
-    public static func isAttributeKey(_ key: String) -> Bool {
+    package static func isAttributeKey(_ key: String) -> Bool {
         key.utf8.count == 4
     }
 

@@ -15,13 +15,13 @@
 ///
 /// A private key the agent holds never leaves it: its reference carries the public half and the
 /// persistent reference, and every private-key operation is a request (`keyOperation`).
-public enum ItemReference: Sendable, Equatable {
+package enum ItemReference: Sendable, Equatable {
     case certificate(CertificateReference)
     case key(KeyReference)
     case identity(certificate: CertificateReference, key: KeyReference)
 
     /// The item class the reference belongs to, as `kSecClass` would name it.
-    public var className: String {
+    package var className: String {
         switch self {
         case .certificate: SecKeys.classCertificate
         case .key: SecKeys.classKey
@@ -31,11 +31,11 @@ public enum ItemReference: Sendable, Equatable {
 }
 
 /// A certificate: its DER bytes, and the item it was read from, if any.
-public struct CertificateReference: Sendable, Equatable {
-    public var der: [UInt8]
-    public var persistentRef: [UInt8]?
+package struct CertificateReference: Sendable, Equatable {
+    package var der: [UInt8]
+    package var persistentRef: [UInt8]?
 
-    public init(der: [UInt8], persistentRef: [UInt8]? = nil) {
+    package init(der: [UInt8], persistentRef: [UInt8]? = nil) {
         self.der = der
         self.persistentRef = persistentRef
     }
@@ -43,26 +43,26 @@ public struct CertificateReference: Sendable, Equatable {
 
 /// An asymmetric key: either held by the caller (`material` is its external representation) or held
 /// by the agent (`persistentRef` names the keychain item; `material` is nil).
-public struct KeyReference: Sendable, Equatable {
+package struct KeyReference: Sendable, Equatable {
     /// `kSecAttrKeyType` as a number: 42 (RSA) or 73 (EC).
-    public var keyType: Int64
+    package var keyType: Int64
     /// `kSecAttrKeyClass` as a number: 0 public, 1 private.
-    public var keyClass: Int64
-    public var sizeInBits: Int64
+    package var keyClass: Int64
+    package var sizeInBits: Int64
     /// The public key's external representation (PKCS#1 RSAPublicKey, or the X9.63 point).
-    public var publicKey: [UInt8]
+    package var publicKey: [UInt8]
     /// The key's own external representation, for a key the caller holds.
-    public var material: [UInt8]?
-    public var persistentRef: [UInt8]?
+    package var material: [UInt8]?
+    package var persistentRef: [UInt8]?
     /// False when the key may not leave the keychain (`kSecAttrIsExtractable` = false).
-    public var extractable: Bool
+    package var extractable: Bool
 
-    public static let typeRSA: Int64 = 42
-    public static let typeEC: Int64 = 73
-    public static let classPublic: Int64 = 0
-    public static let classPrivate: Int64 = 1
+    package static let typeRSA: Int64 = 42
+    package static let typeEC: Int64 = 73
+    package static let classPublic: Int64 = 0
+    package static let classPrivate: Int64 = 1
 
-    public init(keyType: Int64, keyClass: Int64, sizeInBits: Int64, publicKey: [UInt8], material: [UInt8]? = nil,
+    package init(keyType: Int64, keyClass: Int64, sizeInBits: Int64, publicKey: [UInt8], material: [UInt8]? = nil,
                 persistentRef: [UInt8]? = nil, extractable: Bool = true) {
         self.keyType = keyType
         self.keyClass = keyClass
@@ -73,12 +73,12 @@ public struct KeyReference: Sendable, Equatable {
         self.extractable = extractable
     }
 
-    public var isPrivate: Bool { keyClass == Self.classPrivate }
+    package var isPrivate: Bool { keyClass == Self.classPrivate }
 
     /// The attributes Apple derives for such a key (secitem-semantics §7.1, `SecKeyCopyAttributes` and
     /// SecItemAdd through `kSecValueRef`): its class, `klbl` (SHA-1 of the public key bytes, which the
     /// caller computes), type, sizes, and the default usage flags of a private or public key.
-    public func derivedAttributes(applicationLabel: [UInt8]) -> SecDictionary {
+    package func derivedAttributes(applicationLabel: [UInt8]) -> SecDictionary {
         let on: SecValue = .int(1)
         let off: SecValue = .int(0)
         return [
@@ -104,7 +104,7 @@ extension ItemReference {
     }
 
     /// The wire dictionary for this reference.
-    public var secValue: SecValue {
+    package var secValue: SecValue {
         switch self {
         case .certificate(let certificate):
             return .dictionary(Self.fields(certificate))
@@ -135,7 +135,7 @@ extension ItemReference {
     }
 
     /// Parses a wire dictionary; errSecParam when it is not a reference.
-    public init(_ value: SecValue) throws(SecError) {
+    package init(_ value: SecValue) throws(SecError) {
         guard case .dictionary(let fields) = value, case .string(let name)? = fields[SecKeys.itemClass] else {
             throw .param("kSecValueRef is not a certificate, key or identity")
         }
@@ -179,7 +179,7 @@ extension ItemReference {
 
 /// What a `keyOperation` request asks of a private key the agent holds (docs/PROTOCOL.md, "Key
 /// operations").
-public enum KeyOperation: String, Sendable, CaseIterable {
+package enum KeyOperation: String, Sendable, CaseIterable {
     /// `SecKeyCreateSignature`.
     case sign
     /// `SecKeyCreateDecryptedData`.
@@ -190,30 +190,30 @@ public enum KeyOperation: String, Sendable, CaseIterable {
     case exchange
 
     /// The request dictionary's keys.
-    public enum Field {
+    package enum Field {
         /// Data: the key item's persistent reference.
-        public static let key = SecKeys.valuePersistentRef
+        package static let key = SecKeys.valuePersistentRef
         /// String: the operation's raw value.
-        public static let operation = "op"
+        package static let operation = "op"
         /// String: Apple's `SecKeyAlgorithm` name ("algid:sign:ECDSA:message-X962:SHA256", ...).
-        public static let algorithm = "algid"
+        package static let algorithm = "algid"
         /// Data: what to sign or decrypt.
-        public static let input = SecKeys.valueData
+        package static let input = SecKeys.valueData
         /// Data (exchange): the peer's public key, external representation.
-        public static let peer = "pubk"
+        package static let peer = "pubk"
         /// Int (exchange, optional): `kSecKeyKeyExchangeParameterRequestedSize`.
-        public static let requestedSize = "size"
+        package static let requestedSize = "size"
         /// Data (exchange, optional): `kSecKeyKeyExchangeParameterSharedInfo`.
-        public static let sharedInfo = "info"
+        package static let sharedInfo = "info"
     }
 }
 
 /// `SecKeyCreateRandomKey`'s parameters, shared by the library (which generates keys that are not
 /// stored) and the agent (which generates those that are).
-public enum KeyGeneration {
+package enum KeyGeneration {
     /// The parameters for one half: the top level overlaid with `kSecPrivateKeyAttrs` or
     /// `kSecPublicKeyAttrs` (`half`), as Apple documents; errSecParam when the half is not a dictionary.
-    public static func parameters(_ parameters: SecDictionary, half: String) throws(SecError) -> SecDictionary {
+    package static func parameters(_ parameters: SecDictionary, half: String) throws(SecError) -> SecDictionary {
         var result = parameters
         result[SecKeys.privateKeyAttributes] = nil
         result[SecKeys.publicKeyAttributes] = nil
@@ -225,7 +225,7 @@ public enum KeyGeneration {
     }
 
     /// Whether a half's merged parameters say `kSecAttrIsPermanent`.
-    public static func isPermanent(_ parameters: SecDictionary) -> Bool {
+    package static func isPermanent(_ parameters: SecDictionary) -> Bool {
         parameters["perm"]?.integerValue == 1
     }
 }
@@ -233,7 +233,7 @@ public enum KeyGeneration {
 extension SecValue {
     /// The value as an integer where Apple's number coercion gives one: a number (an integral double
     /// too), a boolean (0/1) or a string such as "73" (`kSecAttrKeyTypeEC`).
-    public var integerValue: Int64? {
+    package var integerValue: Int64? {
         switch self {
         case .int(let n): n
         case .bool(let b): b ? 1 : 0

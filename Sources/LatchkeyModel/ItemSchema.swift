@@ -1,5 +1,5 @@
 /// How an attribute's values are coerced, following securityd's attribute kinds (SecDbAttrKind).
-public enum AttributeKind: Sendable, Equatable {
+package enum AttributeKind: Sendable, Equatable {
     /// Accepts a string, data or number and keeps the caller's type; matches by bytes.
     case blob
     /// Data; a string becomes its UTF-8 bytes, a number its 4-byte little-endian SInt32.
@@ -13,7 +13,7 @@ public enum AttributeKind: Sendable, Equatable {
 }
 
 /// What a missing primary-key attribute defaults to (Apple's E and Z flags).
-public enum AttributeDefault: Sendable, Equatable {
+package enum AttributeDefault: Sendable, Equatable {
     case none
     /// "" or empty data (E).
     case empty
@@ -22,14 +22,14 @@ public enum AttributeDefault: Sendable, Equatable {
 }
 
 /// One attribute of an item class.
-public struct AttributeSpec: Sendable, Equatable {
-    public var name: String
-    public var kind: AttributeKind
+package struct AttributeSpec: Sendable, Equatable {
+    package var name: String
+    package var kind: AttributeKind
     /// Part of the class's uniqueness constraint (Apple's P flag).
-    public var primaryKey: Bool
-    public var defaultValue: AttributeDefault
+    package var primaryKey: Bool
+    package var defaultValue: AttributeDefault
 
-    public init(_ name: String, _ kind: AttributeKind, primaryKey: Bool = false, defaultValue: AttributeDefault = .none) {
+    package init(_ name: String, _ kind: AttributeKind, primaryKey: Bool = false, defaultValue: AttributeDefault = .none) {
         self.name = name
         self.kind = kind
         self.primaryKey = primaryKey
@@ -37,7 +37,7 @@ public struct AttributeSpec: Sendable, Equatable {
     }
 
     /// The value stored for a missing primary-key attribute, or nil if it stays absent.
-    public var implicitValue: SecValue? {
+    package var implicitValue: SecValue? {
         switch defaultValue {
         case .none: nil
         case .zero: kind == .date ? .date(0) : .int(0)
@@ -47,14 +47,14 @@ public struct AttributeSpec: Sendable, Equatable {
 }
 
 /// A stored item class. The raw value is the class id on disk and must never be renumbered.
-public enum ItemClass: UInt8, CaseIterable, Sendable {
+package enum ItemClass: UInt8, CaseIterable, Sendable {
     case genericPassword = 1
     case internetPassword = 2
     case certificate = 3
     case key = 4
 
     /// Apple's `kSecClass` value.
-    public var name: String {
+    package var name: String {
         switch self {
         case .genericPassword: SecKeys.classGenericPassword
         case .internetPassword: SecKeys.classInternetPassword
@@ -64,30 +64,30 @@ public enum ItemClass: UInt8, CaseIterable, Sendable {
     }
 
     /// The class for a `kSecClass` value; nil for unknown values (and for the virtual identity class).
-    public init?(name: String) {
+    package init?(name: String) {
         guard let match = ItemClass.allCases.first(where: { $0.name == name }) else { return nil }
         self = match
     }
 
     /// The attributes of the class, in the order used to compute the uniqueness hash.
-    public var attributes: [AttributeSpec] { ItemSchema.attributes(of: self) }
+    package var attributes: [AttributeSpec] { ItemSchema.attributes(of: self) }
 
     /// The attribute spec for a 4-character name, or nil if the class has no such attribute.
-    public func attribute(_ name: String) -> AttributeSpec? {
+    package func attribute(_ name: String) -> AttributeSpec? {
         ItemSchema.lookup[self]?[name]
     }
 
     /// The attributes that form the uniqueness constraint, in a fixed order.
-    public var primaryKey: [AttributeSpec] { attributes.filter(\.primaryKey) }
+    package var primaryKey: [AttributeSpec] { attributes.filter(\.primaryKey) }
 
     /// The protection class an item gets when the caller names none (Apple: `dk` for certificates).
-    public var defaultProtection: ProtectionClass {
+    package var defaultProtection: ProtectionClass {
         self == .certificate ? .always : .whenUnlocked
     }
 }
 
 /// The attribute tables of securityd's schema v12.11, limited to public attributes.
-public enum ItemSchema {
+package enum ItemSchema {
     /// Attributes every class has.
     static let common: [AttributeSpec] = [
         AttributeSpec(SecAttr.accessGroup, .string, primaryKey: true, defaultValue: .empty),

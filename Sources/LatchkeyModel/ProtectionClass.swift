@@ -2,7 +2,7 @@
 ///
 /// The raw values are the class identifiers used on disk (keybag entries, store rows) and on the wire;
 /// they are part of the file formats in docs/KEYBAG.md and must never be renumbered.
-public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
+package enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
     /// `kSecAttrAccessibleWhenUnlocked` ("ak"), the default.
     case whenUnlocked = 1
     /// `kSecAttrAccessibleAfterFirstUnlock` ("ck").
@@ -19,7 +19,7 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
     case whenPasscodeSetThisDeviceOnly = 7
 
     /// Apple's `pdmn` string for the class.
-    public var pdmn: String {
+    package var pdmn: String {
         switch self {
         case .whenUnlocked: "ak"
         case .afterFirstUnlock: "ck"
@@ -32,13 +32,13 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
     }
 
     /// The class for an Apple `pdmn` string, or nil if there is none.
-    public init?(pdmn: String) {
+    package init?(pdmn: String) {
         guard let match = ProtectionClass.allCases.first(where: { $0.pdmn == pdmn }) else { return nil }
         self = match
     }
 
     /// Human-readable name, as `latchkey status` prints it.
-    public var displayName: String {
+    package var displayName: String {
         switch self {
         case .whenUnlocked: "WhenUnlocked"
         case .afterFirstUnlock: "AfterFirstUnlock"
@@ -52,7 +52,7 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
 
     /// Whether the class key is protected by the keychain password (false for the Always classes,
     /// which are available whenever the agent runs, like Apple's class D).
-    public var requiresPassword: Bool {
+    package var requiresPassword: Bool {
         switch self {
         case .always, .alwaysThisDeviceOnly: false
         default: true
@@ -60,7 +60,7 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
     }
 
     /// Whether the class belongs to the `WhenUnlocked` family that a screen lock (`latchkey lock`) drops.
-    public var isWhenUnlockedFamily: Bool {
+    package var isWhenUnlockedFamily: Bool {
         switch self {
         case .whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly: true
         default: false
@@ -68,7 +68,7 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
     }
 
     /// Whether the class is one of the `...ThisDeviceOnly` variants.
-    public var isThisDeviceOnly: Bool {
+    package var isThisDeviceOnly: Bool {
         switch self {
         case .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly,
              .whenPasscodeSetThisDeviceOnly: true
@@ -76,5 +76,5 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
         }
     }
 
-    public static func < (lhs: ProtectionClass, rhs: ProtectionClass) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: ProtectionClass, rhs: ProtectionClass) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -1,11 +1,11 @@
 /// How many items a query returns.
-public enum MatchLimit: Sendable, Equatable {
+package enum MatchLimit: Sendable, Equatable {
     case one
     case all
     case count(Int)
 
     /// The SQL-level limit, nil for all.
-    public var maximum: Int? {
+    package var maximum: Int? {
         switch self {
         case .one: 1
         case .all: nil
@@ -14,7 +14,7 @@ public enum MatchLimit: Sendable, Equatable {
     }
 
     /// Whether results come back as an array (any limit other than exactly one).
-    public var returnsArray: Bool {
+    package var returnsArray: Bool {
         switch self {
         case .one: false
         case .all: true
@@ -24,40 +24,40 @@ public enum MatchLimit: Sendable, Equatable {
 }
 
 /// Which `kSecReturn*` keys were set to true.
-public struct ReturnFlags: Sendable, Equatable {
-    public var data = false
-    public var attributes = false
-    public var ref = false
-    public var persistentRef = false
+package struct ReturnFlags: Sendable, Equatable {
+    package var data = false
+    package var attributes = false
+    package var ref = false
+    package var persistentRef = false
 
-    public init() {}
+    package init() {}
 
     /// True when nothing is to be returned.
-    public var isEmpty: Bool { !data && !attributes && !ref && !persistentRef }
+    package var isEmpty: Bool { !data && !attributes && !ref && !persistentRef }
 
     /// Apple's rule: Attributes, or two or more return keys, give a dictionary.
-    public var wantsDictionary: Bool {
+    package var wantsDictionary: Bool {
         attributes || [data, ref, persistentRef].filter { $0 }.count >= 2
     }
 }
 
 /// A persistent reference: the item class tag followed by the item's 16-byte UUID (current format),
 /// or by an 8-byte big-endian row id (Apple's legacy format, still accepted).
-public struct PersistentRef: Sendable, Equatable {
-    public var itemClass: ItemClass
-    public var uuid: [UInt8]?
-    public var rowID: Int64?
+package struct PersistentRef: Sendable, Equatable {
+    package var itemClass: ItemClass
+    package var uuid: [UInt8]?
+    package var rowID: Int64?
     /// An identity's reference (`idnt`): `itemClass` is `.certificate` and `uuid` the certificate's.
-    public var identity = false
+    package var identity = false
 
-    public init(itemClass: ItemClass, uuid: [UInt8], identity: Bool = false) {
+    package init(itemClass: ItemClass, uuid: [UInt8], identity: Bool = false) {
         self.itemClass = itemClass
         self.uuid = uuid
         self.identity = identity
     }
 
     /// Parses the bytes of a `kSecValuePersistentRef`; nil when they are not a persistent reference.
-    public init?(bytes: [UInt8]) {
+    package init?(bytes: [UInt8]) {
         guard bytes.count == 20 || bytes.count == 12,
               let tag = String(validating: bytes[0..<4], as: UTF8.self) else { return nil }
         if tag == SecKeys.classIdentity {
@@ -76,63 +76,63 @@ public struct PersistentRef: Sendable, Equatable {
     }
 
     /// The 20-byte form returned to callers.
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         Array((identity ? SecKeys.classIdentity : itemClass.name).utf8) + (uuid ?? [])
     }
 }
 
 /// A parsed SecItemCopyMatching / SecItemUpdate / SecItemDelete query.
-public struct ItemQuery: Sendable, Equatable {
-    public var itemClass: ItemClass
+package struct ItemQuery: Sendable, Equatable {
+    package var itemClass: ItemClass
     /// Coerced attribute filters other than `pdmn` and `sync`, keyed by attribute name.
-    public var attributes: [String: SecValue] = [:]
+    package var attributes: [String: SecValue] = [:]
     /// A `kSecAttrAccessible` filter.
-    public var protection: ProtectionClass?
+    package var protection: ProtectionClass?
     /// The sync filter: false unless the query says otherwise; nil for `kSecAttrSynchronizableAny`.
-    public var synchronizable: Bool? = false
-    public var persistentRef: PersistentRef?
-    public var limit: MatchLimit
-    public var returns = ReturnFlags()
+    package var synchronizable: Bool? = false
+    package var persistentRef: PersistentRef?
+    package var limit: MatchLimit
+    package var returns = ReturnFlags()
     /// `kSecUseAuthenticationUISkip`: skip items that would need authentication (none can yet).
-    public var skipAuthenticationUI = false
+    package var skipAuthenticationUI = false
     /// `kSecClassIdentity`: `itemClass` is then `.certificate`, `attributes` filter the certificate and
     /// `keyAttributes` the private key joined to it (docs/PROTOCOL.md, "Identities").
-    public var identity = false
+    package var identity = false
     /// Identity queries: the filters on key-only attributes.
-    public var keyAttributes: [String: SecValue] = [:]
+    package var keyAttributes: [String: SecValue] = [:]
     /// `kSecValueRef`: the certificate, key or identity the query names.
-    public var reference: ItemReference?
+    package var reference: ItemReference?
 
-    public init(itemClass: ItemClass, limit: MatchLimit) {
+    package init(itemClass: ItemClass, limit: MatchLimit) {
         self.itemClass = itemClass
         self.limit = limit
     }
 }
 
 /// A parsed SecItemAdd dictionary.
-public struct AddRequest: Sendable, Equatable {
-    public var itemClass: ItemClass
+package struct AddRequest: Sendable, Equatable {
+    package var itemClass: ItemClass
     /// Coerced attributes other than `pdmn` and `sync` (dates are replaced by the engine).
-    public var attributes: [String: SecValue] = [:]
-    public var protection: ProtectionClass?
-    public var synchronizable = false
-    public var data: [UInt8]?
-    public var returns = ReturnFlags()
+    package var attributes: [String: SecValue] = [:]
+    package var protection: ProtectionClass?
+    package var synchronizable = false
+    package var data: [UInt8]?
+    package var returns = ReturnFlags()
     /// `kSecValueRef`: the certificate, key or identity to add; the engine derives its attributes. For an
     /// identity `itemClass` is `.certificate` (the half added first).
-    public var reference: ItemReference?
+    package var reference: ItemReference?
 
-    public init(itemClass: ItemClass) {
+    package init(itemClass: ItemClass) {
         self.itemClass = itemClass
     }
 }
 
 /// A parsed `attributesToUpdate` dictionary.
-public struct AttributeChanges: Sendable, Equatable {
-    public var attributes: [String: SecValue] = [:]
-    public var protection: ProtectionClass?
-    public var synchronizable: Bool?
-    public var data: [UInt8]?
+package struct AttributeChanges: Sendable, Equatable {
+    package var attributes: [String: SecValue] = [:]
+    package var protection: ProtectionClass?
+    package var synchronizable: Bool?
+    package var data: [UInt8]?
 
-    public init() {}
+    package init() {}
 }

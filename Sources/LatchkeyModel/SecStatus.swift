@@ -1,38 +1,38 @@
 /// Apple's `OSStatus` result codes used by the SecItem API, with Apple's numeric values and the
 /// messages `SecCopyErrorMessageString` gives for them.
-public enum SecStatus {
-    public static let success: Int32 = 0
-    public static let unimplemented: Int32 = -4
-    public static let io: Int32 = -36
-    public static let param: Int32 = -50
-    public static let allocate: Int32 = -108
-    public static let userCanceled: Int32 = -128
-    public static let badReq: Int32 = -909
-    public static let internalComponent: Int32 = -2070
-    public static let notAvailable: Int32 = -25291
-    public static let readOnly: Int32 = -25292
-    public static let authFailed: Int32 = -25293
-    public static let noSuchKeychain: Int32 = -25294
-    public static let invalidKeychain: Int32 = -25295
-    public static let duplicateKeychain: Int32 = -25296
-    public static let duplicateItem: Int32 = -25299
-    public static let itemNotFound: Int32 = -25300
-    public static let bufferTooSmall: Int32 = -25301
-    public static let dataTooLarge: Int32 = -25302
-    public static let noSuchAttr: Int32 = -25303
-    public static let invalidItemRef: Int32 = -25304
-    public static let noSuchClass: Int32 = -25306
-    public static let noDefaultKeychain: Int32 = -25307
-    public static let interactionNotAllowed: Int32 = -25308
-    public static let interactionRequired: Int32 = -25315
-    public static let dataNotAvailable: Int32 = -25316
-    public static let decode: Int32 = -26275
-    public static let missingEntitlement: Int32 = -34018
-    public static let notTrusted: Int32 = -67843
-    public static let verifyFailed: Int32 = -67808
+package enum SecStatus {
+    package static let success: Int32 = 0
+    package static let unimplemented: Int32 = -4
+    package static let io: Int32 = -36
+    package static let param: Int32 = -50
+    package static let allocate: Int32 = -108
+    package static let userCanceled: Int32 = -128
+    package static let badReq: Int32 = -909
+    package static let internalComponent: Int32 = -2070
+    package static let notAvailable: Int32 = -25291
+    package static let readOnly: Int32 = -25292
+    package static let authFailed: Int32 = -25293
+    package static let noSuchKeychain: Int32 = -25294
+    package static let invalidKeychain: Int32 = -25295
+    package static let duplicateKeychain: Int32 = -25296
+    package static let duplicateItem: Int32 = -25299
+    package static let itemNotFound: Int32 = -25300
+    package static let bufferTooSmall: Int32 = -25301
+    package static let dataTooLarge: Int32 = -25302
+    package static let noSuchAttr: Int32 = -25303
+    package static let invalidItemRef: Int32 = -25304
+    package static let noSuchClass: Int32 = -25306
+    package static let noDefaultKeychain: Int32 = -25307
+    package static let interactionNotAllowed: Int32 = -25308
+    package static let interactionRequired: Int32 = -25315
+    package static let dataNotAvailable: Int32 = -25316
+    package static let decode: Int32 = -26275
+    package static let missingEntitlement: Int32 = -34018
+    package static let notTrusted: Int32 = -67843
+    package static let verifyFailed: Int32 = -67808
 
     /// Apple's message for a status, as `SecCopyErrorMessageString` returns it; nil for unknown codes.
-    public static func message(for status: Int32) -> String? {
+    package static func message(for status: Int32) -> String? {
         messages[status]
     }
 
@@ -71,27 +71,27 @@ public enum SecStatus {
 
 /// A SecItem failure: an `OSStatus` plus an optional detail for diagnostics (which key was wrong, which
 /// file is corrupt). The detail never contains a secret or an attribute value.
-public struct SecError: Error, Equatable, CustomStringConvertible {
-    public var status: Int32
-    public var detail: String?
+package struct SecError: Error, Equatable, CustomStringConvertible {
+    package var status: Int32
+    package var detail: String?
 
-    public init(_ status: Int32, _ detail: String? = nil) {
+    package init(_ status: Int32, _ detail: String? = nil) {
         self.status = status
         self.detail = detail
     }
 
-    public var description: String {
+    package var description: String {
         let base = "\(SecStatus.message(for: status) ?? "Unknown error.") (\(status))"
         if let detail { return "\(base): \(detail)" }
         return base
     }
 
-    public static func param(_ detail: String) -> SecError { SecError(SecStatus.param, detail) }
-    public static func noSuchAttr(_ name: String, _ itemClass: String) -> SecError {
+    package static func param(_ detail: String) -> SecError { SecError(SecStatus.param, detail) }
+    package static func noSuchAttr(_ name: String, _ itemClass: String) -> SecError {
         SecError(SecStatus.noSuchAttr, "attribute '\(name)' is not an attribute of class '\(itemClass)'")
     }
-    public static var locked: SecError {
+    package static var locked: SecError {
         SecError(SecStatus.interactionNotAllowed, "the item's class key is not available (keychain locked)")
     }
-    public static var notFound: SecError { SecError(SecStatus.itemNotFound) }
+    package static var notFound: SecError { SecError(SecStatus.itemNotFound) }
 }

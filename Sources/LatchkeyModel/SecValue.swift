@@ -7,7 +7,7 @@ import LatchkeySecrets
 /// (a CFString and a CFData with the same bytes match each other in a blob attribute, but a CFNumber is
 /// not a CFBoolean for `kSecReturnData`). The agent parses and validates these values; results come back
 /// the same way.
-public enum SecValue: Sendable, Equatable {
+package enum SecValue: Sendable, Equatable {
     case string(String)
     case data([UInt8])
     case int(Int64)
@@ -21,7 +21,7 @@ public enum SecValue: Sendable, Equatable {
     case null
 
     /// A short name of the value's type, for error messages (never the value itself).
-    public var typeName: String {
+    package var typeName: String {
         switch self {
         case .string: "string"
         case .data: "data"
@@ -36,26 +36,26 @@ public enum SecValue: Sendable, Equatable {
     }
 
     /// The string payload, if this is a string.
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
     /// The bytes payload, if this is data.
-    public var dataValue: [UInt8]? {
+    package var dataValue: [UInt8]? {
         if case .data(let d) = self { return d }
         return nil
     }
 
     /// The boolean payload, if this is a boolean.
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case .bool(let b) = self { return b }
         return nil
     }
 }
 
 /// A SecItem dictionary: keys are the `kSec*` string values ("class", "acct", "m_Limit", ...).
-public typealias SecDictionary = [String: SecValue]
+package typealias SecDictionary = [String: SecValue]
 
 extension SecValue {
     /// Zeroes, in place, the bytes of every `.data` value reachable from this one: item secrets that
@@ -64,7 +64,7 @@ extension SecValue {
     /// Swift arrays are copy-on-write, so mutating a copy would allocate a fresh buffer and leave the
     /// original untouched. This writes through the existing storage instead, which every copy shares:
     /// call it only when no holder needs the bytes any more (the agent does, after a response is sent).
-    public func wipeDataInPlace() {
+    package func wipeDataInPlace() {
         switch self {
         case .data(let bytes):
             bytes.withUnsafeBytes { raw in

@@ -6,25 +6,25 @@ import LatchkeySecrets
 /// Asks for the keychain password through an external program that speaks the pinentry (Assuan)
 /// protocol (docs/SECRET-SERVICE.md §5): `pinentry` by default, or the command given with
 /// `--prompter` / `LATCHKEY_PROMPTER`.
-public struct PinentryPrompter: Sendable {
+package struct PinentryPrompter: Sendable {
     /// The program and its arguments (no shell).
-    public let command: [String]
+    package let command: [String]
     /// How long the user (or the program) has for each answer.
-    public let timeoutSeconds: Int
+    package let timeoutSeconds: Int
     /// Password attempts before giving up.
-    public static let attempts = 3
+    package static let attempts = 3
 
-    public init(command: [String], timeoutSeconds: Int = 120) {
+    package init(command: [String], timeoutSeconds: Int = 120) {
         self.command = command.isEmpty ? ["pinentry"] : command
         self.timeoutSeconds = timeoutSeconds
     }
 
     /// A command line split on spaces and tabs (no quoting, no shell).
-    public init(commandLine: String) {
+    package init(commandLine: String) {
         self.init(command: commandLine.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init))
     }
 
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// `verify` accepted a password.
         case accepted
         /// Every attempt was a wrong password.

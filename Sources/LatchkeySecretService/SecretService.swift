@@ -14,16 +14,16 @@ import Logging
 /// observer runs on whichever thread locked or unlocked and only queues work on the loop; one thread
 /// per running prompt runs the prompter and the unlock (Argon2id, never on the loop) and queues its
 /// result on the loop.
-public final class SecretService: @unchecked Sendable {
+package final class SecretService: @unchecked Sendable {
     /// Why the service could not start.
-    public enum StartError: Error, Sendable, CustomStringConvertible {
+    package enum StartError: Error, Sendable, CustomStringConvertible {
         /// No bus to connect to.
         case busUnavailable(String)
         /// Another program owns `org.freedesktop.secrets`; the text names it.
         case nameTaken(String)
         case failed(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .busUnavailable(let text), .nameTaken(let text), .failed(let text): text
             }
@@ -44,7 +44,7 @@ public final class SecretService: @unchecked Sendable {
     /// Connects to `endpoint`, serves the objects and claims `org.freedesktop.secrets` (without
     /// replacing or queueing behind an owner). `onDisconnect` runs once if the bus goes away later.
     /// The service logs to `log`, never a secret.
-    public static func start(on endpoint: BusEndpoint, keychain: Keychain, prompter: PinentryPrompter,
+    package static func start(on endpoint: BusEndpoint, keychain: Keychain, prompter: PinentryPrompter,
                              log: Logger,
                              onDisconnect: (@Sendable () -> Void)? = nil) throws(StartError) -> SecretService {
         let connection: BusConnection
@@ -103,17 +103,17 @@ public final class SecretService: @unchecked Sendable {
     }
 
     /// Stops serving and leaves the bus.
-    public func stop() {
+    package func stop() {
         keychain.observeItemChanges(nil)
         keychain.observeLockState(nil)
         connection.close()
     }
 
     /// Whether the connection is still up.
-    public var isRunning: Bool { connection.isOpen }
+    package var isRunning: Bool { connection.isOpen }
 
     /// This connection's unique name.
-    public var uniqueName: String { connection.uniqueName }
+    package var uniqueName: String { connection.uniqueName }
 
     // MARK: - Dispatch
 

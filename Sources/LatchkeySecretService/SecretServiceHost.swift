@@ -10,10 +10,10 @@ import SystemPackage
 /// Runs the Secret Service for the agent: connects to the session bus at start, logs once when there
 /// is none or another program owns the name, and connects again when a `latchkeyd` started by D-Bus
 /// activation hands over a bus address (docs/SECRET-SERVICE.md §7).
-public final class SecretServiceHost: @unchecked Sendable {
+package final class SecretServiceHost: @unchecked Sendable {
     /// The file, in the agent's socket directory, through which an activated `latchkeyd` hands over
     /// the bus address it was given.
-    public static let handOffFileName = "session-bus"
+    package static let handOffFileName = "session-bus"
     /// The most of the hand-over file read: a bus address is far shorter.
     static let handOffMaximumSize = 4096
 
@@ -26,7 +26,7 @@ public final class SecretServiceHost: @unchecked Sendable {
 
     /// A host for `keychain`'s Secret Service; it logs to `log` (the agent's logger: info for what it
     /// did, warning for what it could not do; never a secret).
-    public init(keychain: Keychain, prompter: PinentryPrompter, runtimeDirectory: String,
+    package init(keychain: Keychain, prompter: PinentryPrompter, runtimeDirectory: String,
                 log: Logger) {
         self.keychain = keychain
         self.prompter = prompter
@@ -37,7 +37,7 @@ public final class SecretServiceHost: @unchecked Sendable {
     private var handOffPath: String { runtimeDirectory + "/" + Self.handOffFileName }
 
     /// Serves the session bus (or a handed-over address), and watches for hand-overs.
-    public func start() {
+    package func start() {
         attach(.session)
         if !isServing, let address = readHandOff() { attach(.address(address)) }
         if !startDetachedThread({ [self] in watchHandOffs() }) {
@@ -46,7 +46,7 @@ public final class SecretServiceHost: @unchecked Sendable {
     }
 
     /// Whether the service currently owns the name on a live connection.
-    public var isServing: Bool {
+    package var isServing: Bool {
         state.withLock { $0.service?.isRunning == true }
     }
 
@@ -124,7 +124,7 @@ public final class SecretServiceHost: @unchecked Sendable {
     /// What a `latchkeyd --secret-service-activation` does when an agent already runs: hands it the
     /// bus address from `DBUS_SESSION_BUS_ADDRESS`, waits until `org.freedesktop.secrets` has an
     /// owner, and returns the exit status (0 when it has).
-    public static func handOffActivation(runtimeDirectory: String, timeoutSeconds: Int = 10,
+    package static func handOffActivation(runtimeDirectory: String, timeoutSeconds: Int = 10,
                                          log: Logger) -> Int32 {
         guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS") else {
             log.warning("Secret Service activation: DBUS_SESSION_BUS_ADDRESS is not set")

@@ -10,7 +10,7 @@
 ///
 /// - Parameter stackSize: the new thread's stack in bytes, or nil for the system's default. A size the
 ///   system refuses, or cannot map, makes the call return false.
-public func startDetachedThread(stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Bool {
+package func startDetachedThread(stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Bool {
     final class Box {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }

@@ -3,17 +3,17 @@
 #endif
 
 /// The process environment, read without Foundation.
-public enum Environment {
+package enum Environment {
     /// The value of `name`, or nil when it is unset or empty (an empty variable means "not set" to every
     /// caller here, as to most Unix programs).
-    public static func value(_ name: String) -> String? {
+    package static func value(_ name: String) -> String? {
         guard let raw = getenv(name) else { return nil }
         let value = String(cString: raw)
         return value.isEmpty ? nil : value
     }
 
     /// Every `NAME=value` entry, in the order of `environ`; for building a child's environment.
-    public static func entries() -> [String] {
+    package static func entries() -> [String] {
         var result: [String] = []
         var pointer = environ
         while let entry = pointer.pointee {

@@ -5,9 +5,9 @@ import SystemPackage
 #endif
 
 /// Why a file helper of this module failed, and on which path.
-public struct FileError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct FileError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public enum Reason: Equatable, Sendable {
+    package enum Reason: Equatable, Sendable {
         /// A system call failed (`.tooManySymbolicLinkLevels`, ELOOP, is a symbolic link refused by
         /// `O_NOFOLLOW`).
         case system(Errno)
@@ -19,20 +19,20 @@ public struct FileError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// The path the failing step worked on (for a replacement: the temporary file, the target, or its
     /// directory).
-    public var path: FilePath
-    public var reason: Reason
+    package var path: FilePath
+    package var reason: Reason
 
-    public init(_ path: FilePath, _ reason: Reason) {
+    package init(_ path: FilePath, _ reason: Reason) {
         self.path = path
         self.reason = reason
     }
 
     /// The error number, when a system call failed.
-    public var errno: Errno? {
+    package var errno: Errno? {
         if case .system(let errno) = reason { errno } else { nil }
     }
 
-    public var description: String {
+    package var description: String {
         switch reason {
         case .system(let errno): "\(path): \(errno)"
         case .notRegularFile: "\(path) is not a regular file"

@@ -21,7 +21,7 @@ extension Files {
     ///     crash window with it); if it throws, the temporary file is removed and its error rethrown.
     /// - Throws: `FileError`, naming the temporary file, `path` (the rename) or the directory; or what
     ///   `beforeRename` throws.
-    public static func replace(
+    package static func replace(
         _ path: FilePath, with bytes: [UInt8], through temporary: FilePath,
         durable: Bool, beforeRename: ((FilePath) throws -> Void)? = nil
     ) throws {
@@ -64,7 +64,7 @@ extension Files {
 
     /// fsyncs the directory holding `path`, making a completed rename in it survive power loss.
     /// Filesystems that cannot sync directories (EINVAL) are accepted as they are.
-    public static func syncDirectory(containing path: FilePath) throws(FileError) {
+    package static func syncDirectory(containing path: FilePath) throws(FileError) {
         var directory = path.removingLastComponent()
         if directory.isEmpty { directory = "." }
         let fd: FileDescriptor

@@ -7,9 +7,9 @@ import SystemPackage
 /// Unix-domain stream sockets on a filesystem path: the agent's listening socket and the library's
 /// connection to it. (swift-system has no socket API yet, so these wrap the calls themselves; the frame
 /// I/O on a connected socket stays in LatchkeyTransport.)
-public enum LocalSocket {
+package enum LocalSocket {
     /// A new, unconnected stream socket, close-on-exec.
-    public static func makeStream() throws(Errno) -> FileDescriptor {
+    package static func makeStream() throws(Errno) -> FileDescriptor {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .current }
         return FileDescriptor(rawValue: fd)
@@ -17,7 +17,7 @@ public enum LocalSocket {
 
     /// Binds `socket` to `path` and listens with `backlog`. ENAMETOOLONG when `path` does not fit in a
     /// `sockaddr_un`.
-    public static func listen(_ socket: FileDescriptor, at path: String, backlog: Int32) throws(Errno) {
+    package static func listen(_ socket: FileDescriptor, at path: String, backlog: Int32) throws(Errno) {
         try withAddress(path) { address, length throws(Errno) in
             guard bind(socket.rawValue, address, length) == 0 else { throw .current }
         }
@@ -26,7 +26,7 @@ public enum LocalSocket {
 
     /// A new stream socket connected to `path`; nothing is left open when it throws. ENAMETOOLONG when
     /// `path` does not fit in a `sockaddr_un`.
-    public static func connect(to path: String) throws(Errno) -> FileDescriptor {
+    package static func connect(to path: String) throws(Errno) -> FileDescriptor {
         let fd = try makeStream()
         do {
             try withAddress(path) { address, length throws(Errno) in

@@ -9,18 +9,18 @@
 /// thin wrapper over `Mutex` without touching its users.
 ///
 /// Waiting for the state to change needs a condition variable; use `Monitor` for that.
-public final class Locked<Value: Sendable>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     @usableFromInline let mutex = PThreadMutex()
     @usableFromInline var value: Value  // only inside withLock
 
-    public init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
     }
 
     /// Runs `body` with the lock held and the value to read or change; returns what `body` returns.
     /// Not reentrant: `body` must not call `withLock` on the same lock.
     @inlinable
-    public func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+    package func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         mutex.lock()
         defer { mutex.unlock() }
         return try body(&value)
@@ -29,13 +29,13 @@ public final class Locked<Value: Sendable>: @unchecked Sendable {
 
 extension Locked where Value == Void {
     /// A lock that guards state kept elsewhere (fields of its owner, marked as guarded by it).
-    public convenience init() {
+    package convenience init() {
         self.init(())
     }
 
     /// Runs `body` with the lock held.
     @inlinable
-    public func withLock<Result, E: Error>(_ body: () throws(E) -> Result) throws(E) -> Result {
+    package func withLock<Result, E: Error>(_ body: () throws(E) -> Result) throws(E) -> Result {
         try withLock { (_: inout Void) throws(E) -> Result in try body() }
     }
 }

@@ -11,12 +11,12 @@
 ///
 /// The state a monitor guards lives in its owner, annotated "guarded", and is touched only inside
 /// ``locked(_:)`` or a ``wait(timeout:until:)`` predicate.
-public final class Monitor: @unchecked Sendable {
+package final class Monitor: @unchecked Sendable {
     private let mutex = PThreadMutex()
     // Heap-allocated, like the mutex: pthread objects must not move.
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    public init() {
+    package init() {
         // Deadlines are monotonic, so the clock the wait uses must be too: a wall-clock jump must neither
         // stretch a timeout nor cut it short.
         var attributes = pthread_condattr_t()
@@ -32,21 +32,21 @@ public final class Monitor: @unchecked Sendable {
     }
 
     /// Runs `body` with the mutex held. Not reentrant: `body` must not call back into this monitor.
-    public func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    package func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         mutex.lock()
         defer { mutex.unlock() }
         return try body()
     }
 
     /// Wakes every thread blocked in ``wait(timeout:until:)``; call it after changing the state they wait on.
-    public func broadcast() {
+    package func broadcast() {
         mutex.lock()
         pthread_cond_broadcast(condition)
         mutex.unlock()
     }
 
     /// Wakes one thread blocked in ``wait(timeout:until:)``, when any waiter will do.
-    public func signal() {
+    package func signal() {
         mutex.lock()
         pthread_cond_signal(condition)
         mutex.unlock()
@@ -55,7 +55,7 @@ public final class Monitor: @unchecked Sendable {
     /// Blocks until `predicate` holds (checked with the mutex held) or `seconds` pass; nil waits forever.
     /// Returns whether the predicate holds.
     @discardableResult
-    public func wait(timeout seconds: Double? = nil, until predicate: () -> Bool) -> Bool {
+    package func wait(timeout seconds: Double? = nil, until predicate: () -> Bool) -> Bool {
         var deadline = timespec()
         if let seconds {
             let clamped = max(seconds, 0)
@@ -78,7 +78,7 @@ public final class Monitor: @unchecked Sendable {
 
     /// ``wait(timeout:until:)`` with the timeout as a `Duration`.
     @discardableResult
-    public func wait(timeout: Duration, until predicate: () -> Bool) -> Bool {
+    package func wait(timeout: Duration, until predicate: () -> Bool) -> Bool {
         let (seconds, attoseconds) = timeout.components
         return wait(timeout: Double(seconds) + Double(attoseconds) / 1e18, until: predicate)
     }

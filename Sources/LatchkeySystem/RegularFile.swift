@@ -16,7 +16,7 @@ extension FileDescriptor {
     /// - Parameters:
     ///   - options: added to `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC` (`.create`, `.append`, …).
     ///   - permissions: the mode of a file that `.create` makes.
-    public static func openRegularFile(
+    package static func openRegularFile(
         _ path: FilePath, _ mode: AccessMode, options: OpenOptions = [],
         permissions: FilePermissions? = nil,
         owner: UInt32? = nil
@@ -52,7 +52,7 @@ extension FileDescriptor {
     /// Reads until end of file or until `limit` bytes are in, whichever comes first. The buffer grows as
     /// data arrives, so a wrong path (a disk image, /dev/zero behind a name) costs at most `limit` bytes;
     /// pass one more than the largest size you accept to tell "too large" from "exactly full".
-    public func readAll(upTo limit: Int) throws(Errno) -> [UInt8] {
+    package func readAll(upTo limit: Int) throws(Errno) -> [UInt8] {
         precondition(limit >= 0, "negative read limit")
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: Swift.min(4096, Swift.max(limit, 1)))
@@ -71,10 +71,10 @@ extension FileDescriptor {
 }
 
 /// Small files the agent, the keybag and the Secret Service read and replace.
-public enum Files {
+package enum Files {
     /// The content of the regular file at `path` (see `FileDescriptor.openRegularFile`), at most `limit`
     /// bytes of it.
-    public static func read(_ path: FilePath, upTo limit: Int, owner: UInt32? = nil) throws(FileError) -> [UInt8] {
+    package static func read(_ path: FilePath, upTo limit: Int, owner: UInt32? = nil) throws(FileError) -> [UInt8] {
         let fd = try FileDescriptor.openRegularFile(path, .readOnly, owner: owner)
         defer { try? fd.close() }
         do {
@@ -87,20 +87,20 @@ public enum Files {
     /// The first line of the small text file at `path` (at most `limit` bytes read), without its newline;
     /// nil when the file is missing, empty, not a regular file, or a symbolic link. A file that starts
     /// with a newline gives "".
-    public static func firstLine(of path: FilePath, limit: Int = 512) -> String? {
+    package static func firstLine(of path: FilePath, limit: Int = 512) -> String? {
         guard let bytes = try? read(path, upTo: limit), !bytes.isEmpty else { return nil }
         let line = bytes.split(separator: 10, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
         return String(decoding: line, as: UTF8.self)
     }
 
     /// Whether anything is at `path`, a dangling symbolic link included (`lstat`).
-    public static func exists(_ path: FilePath) -> Bool {
+    package static func exists(_ path: FilePath) -> Bool {
         (try? path.stat(followTargetSymlink: false)) != nil
     }
 
     /// Creates `path` and any missing parents with mode 0700 (before the umask); directories that
     /// exist are left as they are.
-    public static func createDirectories(_ path: FilePath) throws(FileError) {
+    package static func createDirectories(_ path: FilePath) throws(FileError) {
         var prefix: FilePath = path.isAbsolute ? "/" : "."
         for component in path.components {
             prefix.append(component)
@@ -113,15 +113,15 @@ public enum Files {
 
 /// Enough of `lstat` to tell that a file was replaced: an atomic rename gives a new inode, an in-place
 /// write a new size or modification time. A symbolic link at the path is described, not followed.
-public struct FileIdentity: Equatable, Sendable {
-    public var device: UInt64
-    public var inode: UInt64
-    public var size: Int64
-    public var modifiedSeconds: Int
-    public var modifiedNanoseconds: Int
+package struct FileIdentity: Equatable, Sendable {
+    package var device: UInt64
+    package var inode: UInt64
+    package var size: Int64
+    package var modifiedSeconds: Int
+    package var modifiedNanoseconds: Int
 
     /// The identity of what is at `path` now, or nil when nothing is.
-    public init?(path: FilePath) {
+    package init?(path: FilePath) {
         guard let info = try? path.stat(followTargetSymlink: false) else { return nil }
         device = UInt64(info.deviceID.rawValue)
         inode = UInt64(info.inode.rawValue)

@@ -7,21 +7,21 @@ import SystemPackage
 /// Where the agent listens: `$XDG_RUNTIME_DIR/latchkey/agent.sock`, or `/tmp/latchkey-UID/agent.sock`
 /// when `XDG_RUNTIME_DIR` is unset. The directory is private to the user (mode 0700, owned by the user,
 /// not a symlink); both the agent and its clients check that before trusting it (docs/PROTOCOL.md).
-public struct AgentEndpoint: Sendable, Equatable {
-    public var directory: String
+package struct AgentEndpoint: Sendable, Equatable {
+    package var directory: String
 
-    public var socketPath: String { directory + "/agent.sock" }
+    package var socketPath: String { directory + "/agent.sock" }
     /// Held with `flock` by the running agent, so that two agents never serve one user.
-    public var lockPath: String { directory + "/agent.lock" }
+    package var lockPath: String { directory + "/agent.lock" }
     /// Where an agent started on demand writes its log.
-    public var logPath: String { directory + "/agent.log" }
+    package var logPath: String { directory + "/agent.log" }
 
-    public init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
     /// The endpoint for the current user, from the environment.
-    public static func current() -> AgentEndpoint {
+    package static func current() -> AgentEndpoint {
         if let runtime = Environment.value("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") {
             return AgentEndpoint(directory: runtime + "/latchkey")
         }
@@ -30,7 +30,7 @@ public struct AgentEndpoint: Sendable, Equatable {
 
     /// Creates the directory if needed and checks it is the user's own private directory.
     /// Returns a description of the problem, or nil when the directory is fit to use.
-    public func prepareDirectory(create: Bool) -> String? {
+    package func prepareDirectory(create: Bool) -> String? {
         if create, mkdir(directory, 0o700) != 0, errno != EEXIST {
             return "cannot create \(directory): \(String(cString: strerror(errno)))"
         }

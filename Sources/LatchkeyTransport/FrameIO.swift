@@ -16,7 +16,7 @@ import LatchkeyWire
 /// Hand-written on raw descriptors rather than swift-system's `FileDescriptor`: frames go out with `send(2)`
 /// flags (`MSG_NOSIGNAL`, `MSG_DONTWAIT` under a deadline) and wait in `poll(2)`, which it does not offer,
 /// and a payload buffer is allocated only once its length has passed the cap.
-public enum FrameIO {
+package enum FrameIO {
     /// Writes one frame: the length prefix, then `payload`. Handles partial writes and EINTR; sends
     /// with MSG_NOSIGNAL so a vanished peer is `.io(errno: EPIPE)`, not a SIGPIPE that kills us.
     ///
@@ -25,7 +25,7 @@ public enum FrameIO {
     ///     client) to fail locally instead of being disconnected. nil means only the u32 limit applies.
     ///   - deadline: fail with `.timedOut` if the peer has not accepted the whole frame by then.
     /// - Throws: `.emptyFrame`, `.frameTooLarge`, `.io`, `.timedOut`.
-    public static func writeFrame(_ payload: [UInt8], to fd: Int32, maxLength: Int? = nil,
+    package static func writeFrame(_ payload: [UInt8], to fd: Int32, maxLength: Int? = nil,
                                   deadline: ContinuousClock.Instant? = nil) throws(WireError) {
         let limit = min(maxLength ?? Int(UInt32.max), Int(UInt32.max))
         guard !payload.isEmpty else { throw .emptyFrame }
@@ -59,7 +59,7 @@ public enum FrameIO {
     ///     (one system call fewer per round trip).
     /// - Throws: `.closed` (EOF before the first byte), `.truncated` (EOF inside the frame),
     ///   `.emptyFrame`, `.frameTooLarge`, `.io`, `.timedOut`.
-    public static func readFrame(from fd: Int32, maxLength: Int, deadline: ContinuousClock.Instant? = nil,
+    package static func readFrame(from fd: Int32, maxLength: Int, deadline: ContinuousClock.Instant? = nil,
                                  awaitingReply: Bool = false) throws(WireError) -> [UInt8] {
         if awaitingReply, deadline != nil {
             if !spinBriefly(fd: fd) { try wait(fd: fd, for: Int16(POLLIN), deadline: deadline) }

@@ -4,7 +4,7 @@ import LatchkeySecrets
 
 /// Request opcodes (docs/PROTOCOL.md, "Requests"). Part of the protocol: never renumber.
 /// 0x30–0x3F are the PAM key hand-off, 0x40 and up are reserved for later use.
-public enum Opcode: UInt8, Sendable, CaseIterable {
+package enum Opcode: UInt8, Sendable, CaseIterable {
     /// Version and identity check; no body.
     case hello = 0x01
     /// `SecItemAdd`.
@@ -38,7 +38,7 @@ public enum Opcode: UInt8, Sendable, CaseIterable {
 
     /// The opcodes a uid-0 peer (pam_latchkey, running as root) may send; everything else is
     /// reserved to the user's own processes (docs/PROTOCOL.md "Hand-off").
-    public var permittedForRoot: Bool {
+    package var permittedForRoot: Bool {
         switch self {
         case .hello, .keyHandoff, .sessionOpen, .sessionClose: true
         default: false
@@ -47,20 +47,20 @@ public enum Opcode: UInt8, Sendable, CaseIterable {
 }
 
 /// The keys of the `hello` response dictionary.
-public enum HelloKey {
+package enum HelloKey {
     /// Int: the agent's protocol version.
-    public static let protocolVersion = "protocol"
+    package static let protocolVersion = "protocol"
     /// String: the agent's software version.
-    public static let agent = "agent"
+    package static let agent = "agent"
     /// Int: the agent's process id.
-    public static let pid = "pid"
+    package static let pid = "pid"
 }
 
 /// One request from a client to the agent.
 ///
 /// Passwords are `SecretBytes`: decoded straight from the frame into locked memory. `description` names
 /// only the opcode, so logging a request can leak neither a password nor attribute values.
-public enum Request: Sendable, Equatable, CustomStringConvertible {
+package enum Request: Sendable, Equatable, CustomStringConvertible {
     /// Opcode 0x01.
     case hello
     /// Opcode 0x10: the `SecItemAdd` attributes.
@@ -94,12 +94,12 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     case sessionClose(token: [UInt8])
 
     /// Length of the master key and device factor in a key hand-off.
-    public static let handoffKeyLength = 32
+    package static let handoffKeyLength = 32
     /// Length of a session token.
-    public static let sessionTokenLength = 16
+    package static let sessionTokenLength = 16
 
     /// This request's opcode.
-    public var opcode: Opcode {
+    package var opcode: Opcode {
         switch self {
         case .hello: .hello
         case .add: .add
@@ -120,10 +120,10 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The opcode's name only; never a password or attribute value.
-    public var description: String { "Request.\(opcode)" }
+    package var description: String { "Request.\(opcode)" }
 
     /// Compares passwords in constant time, so tests and callers cannot build a timing oracle from it.
-    public static func == (a: Request, b: Request) -> Bool {
+    package static func == (a: Request, b: Request) -> Bool {
         switch (a, b) {
         case (.hello, .hello), (.status, .status): true
         case (.add(let x), .add(let y)), (.copyMatching(let x), .copyMatching(let y)), (.delete(let x), .delete(let y)),
@@ -144,7 +144,7 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
 
     /// Zeroes the item data (`v_Data` and any other data value) this request carries, in place; the
     /// agent calls it once the response is sent. See `SecValue.wipeDataInPlace()`.
-    public func wipeItemData() {
+    package func wipeItemData() {
         switch self {
         case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
             SecValue.dictionary(d).wipeDataInPlace()
@@ -162,7 +162,7 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     ///
     /// The array is allocated once at its exact size, so for create/unlock/changePassword it is the only
     /// copy of the password outside `SecretBytes`: wipe it with `SecretBytes.wipe(_:)` once written.
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(encodedSize)
         out.append(Wire.protocolVersion)
@@ -196,7 +196,7 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Number of bytes `encode()` produces.
-    public var encodedSize: Int {
+    package var encodedSize: Int {
         let header = 2
         let secretHeader = 4
         return switch self {
@@ -221,7 +221,7 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     /// The payload may hold a password; the agent should use `decode(wiping:)` instead.
     /// Throws `.unsupportedVersion` or `.unknownOpcode` (the agent answers errSecUnimplemented) or
     /// `.malformed` / `.truncated` (errSecParam).
-    public static func decode(_ payload: [UInt8]) throws(WireError) -> Request {
+    package static func decode(_ payload: [UInt8]) throws(WireError) -> Request {
         let result = payload.withUnsafeBytes { raw in
             Result { () throws(WireError) -> Request in try decode(raw) }
         }
@@ -233,7 +233,7 @@ public enum Request: Sendable, Equatable, CustomStringConvertible {
     /// Passwords are copied straight from the buffer into `SecretBytes`, so after this call the only
     /// copies live in locked memory. Pass the array `FrameIO.readFrame` returned and keep no other
     /// reference to it (another reference would make the wipe copy the buffer instead).
-    public static func decode(wiping payload: inout [UInt8]) throws(WireError) -> Request {
+    package static func decode(wiping payload: inout [UInt8]) throws(WireError) -> Request {
         let result = payload.withUnsafeBytes { raw in
             Result { () throws(WireError) -> Request in try decode(raw) }
         }

@@ -4,21 +4,21 @@ import LatchkeySecrets
 
 /// One response from the agent: an Apple `OSStatus`, the result value `SecItemAdd` or
 /// `SecItemCopyMatching` would return (or an opcode's own result), and an optional human-readable detail.
-public struct Response: Sendable, Equatable, CustomStringConvertible {
+package struct Response: Sendable, Equatable, CustomStringConvertible {
     /// Apple `OSStatus`; 0 (errSecSuccess) on success.
-    public var status: Int32
+    package var status: Int32
     /// The result, if the operation returns one.
-    public var value: SecValue?
+    package var value: SecValue?
     /// A diagnostic detail for people (which file is corrupt, which key was wrong); never a secret.
     /// Truncated to `Wire.maxMessageLength` UTF-8 bytes on encoding.
-    public var message: String?
+    package var message: String?
 
     // Flag bits of the response header.
     private static let hasValue: UInt8 = 0x01
     private static let hasMessage: UInt8 = 0x02
 
     /// A response with the given parts.
-    public init(status: Int32 = 0, value: SecValue? = nil, message: String? = nil) {
+    package init(status: Int32 = 0, value: SecValue? = nil, message: String? = nil) {
         self.status = status
         self.value = value
         self.message = message
@@ -28,7 +28,7 @@ public struct Response: Sendable, Equatable, CustomStringConvertible {
     /// errSecUnimplemented (-4) for an unsupported version or unknown opcode, errSecParam (-50) for
     /// anything else, with the error's description as the message. Whether to keep the connection
     /// afterwards is `error.agentKeepsConnection`.
-    public init(rejecting error: WireError) {
+    package init(rejecting error: WireError) {
         switch error {
         case .unsupportedVersion, .unknownOpcode:
             self.init(status: Wire.statusUnimplemented, message: error.description)
@@ -38,10 +38,10 @@ public struct Response: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// True when `status` is errSecSuccess.
-    public var isSuccess: Bool { status == 0 }
+    package var isSuccess: Bool { status == 0 }
 
     /// Status, the value's type and the message; never the value itself (it may be item data).
-    public var description: String {
+    package var description: String {
         var parts = ["status: \(status)"]
         if let value { parts.append("value: \(value.typeName)") }
         if let message { parts.append("message: \(message)") }
@@ -52,7 +52,7 @@ public struct Response: Sendable, Equatable, CustomStringConvertible {
 
     /// The payload (version, status, flags, value, message) without the frame length prefix, allocated
     /// once at its exact size (item data in the value must not be left behind by array growth).
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         let messageBytes = message.map(Response.truncatedUTF8)
         var out: [UInt8] = []
         out.reserveCapacity(Response.encodedSize(value: value, messageBytes: messageBytes))
@@ -68,7 +68,7 @@ public struct Response: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Number of bytes `encode()` produces; lets the agent check `Wire.maxResponseFrame` cheaply.
-    public var encodedSize: Int {
+    package var encodedSize: Int {
         Response.encodedSize(value: value, messageBytes: message.map(Response.truncatedUTF8))
     }
 
@@ -91,7 +91,7 @@ public struct Response: Sendable, Equatable, CustomStringConvertible {
     // MARK: Decoding
 
     /// Decodes a response payload, leaving `payload` untouched.
-    public static func decode(_ payload: [UInt8]) throws(WireError) -> Response {
+    package static func decode(_ payload: [UInt8]) throws(WireError) -> Response {
         let result = payload.withUnsafeBytes { raw in
             Result { () throws(WireError) -> Response in try decode(raw) }
         }
@@ -100,7 +100,7 @@ public struct Response: Sendable, Equatable, CustomStringConvertible {
 
     /// Decodes a response payload and then wipes `payload` in place (it may hold item data), whether or
     /// not decoding succeeded. Keep no other reference to the array.
-    public static func decode(wiping payload: inout [UInt8]) throws(WireError) -> Response {
+    package static func decode(wiping payload: inout [UInt8]) throws(WireError) -> Response {
         let result = payload.withUnsafeBytes { raw in
             Result { () throws(WireError) -> Response in try decode(raw) }
         }

@@ -6,36 +6,36 @@ import LatchkeyCodec
 ///
 /// Every length or count read from a peer is compared with one of these before any memory is reserved,
 /// so a hostile peer can cost us at most the cap, never what it claims (the ssh-agent rule).
-public enum Wire {
+package enum Wire {
     /// The protocol version this module speaks; first byte of every request and response payload.
-    public static let protocolVersion: UInt8 = 1
+    package static let protocolVersion: UInt8 = 1
 
     /// Largest request payload the agent reads (1 MiB). Requests carry attribute dictionaries and
     /// passwords, nothing bulky, so anything larger is a mistake or an attack.
-    public static let maxRequestFrame = 1 << 20
+    package static let maxRequestFrame = 1 << 20
 
     /// Largest response payload a client reads (256 MiB). A `kSecMatchLimitAll` query may return many
     /// items with their data, so this is far larger than the request cap but still bounded.
-    public static let maxResponseFrame = 256 << 20
+    package static let maxResponseFrame = 256 << 20
 
     /// Largest password ("secret" field) in create, unlock and changePassword (4096 bytes).
-    public static let maxSecretLength = 4096
+    package static let maxSecretLength = 4096
 
     /// Deepest nesting of arrays and dictionaries in one value (8). The top-level dictionary of a request
     /// counts as 1. Bounds the decoder's recursion, hence its stack use. The value codec's own cap.
-    public static let maxValueDepth = ValueCodec.maxDepth
+    package static let maxValueDepth = ValueCodec.maxDepth
 
     /// Most entries in one array or dictionary (1,048,576): enough for a `kSecMatchLimitAll` result over a
     /// large keychain. Memory stays bounded regardless, because every count is checked against the bytes
     /// left in the frame (and the frame against its cap) before anything is reserved. The value codec's
     /// own cap.
-    public static let maxCollectionCount = ValueCodec.maxCollectionCount
+    package static let maxCollectionCount = ValueCodec.maxCollectionCount
 
     /// Longest diagnostic message in a response (65,535 bytes, the u16 length field's range).
-    public static let maxMessageLength = Int(UInt16.max)
+    package static let maxMessageLength = Int(UInt16.max)
 
     /// Size of the frame length prefix (u32 big-endian).
-    public static let frameHeaderLength = 4
+    package static let frameHeaderLength = 4
 
     // The two statuses this module itself produces when rejecting a request (equal to Apple's
     // errSecUnimplemented and errSecParam). Kept local so the wire layer does not depend on the
@@ -47,7 +47,7 @@ public enum Wire {
 /// Why a frame or payload could not be read, written or decoded.
 ///
 /// Messages never quote payload bytes: a payload may hold a password or item data.
-public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A frame length (first) exceeds the reader's or writer's cap (`limit`).
     case frameTooLarge(Int, limit: Int)
     /// A frame length of zero; every payload starts with at least a version byte.
@@ -68,7 +68,7 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     case timedOut
 
     /// A human-readable description, safe for logs and for a response's message field.
-    public var description: String {
+    package var description: String {
         switch self {
         case .frameTooLarge(let n, let limit): "frame of \(n) bytes exceeds the limit of \(limit) bytes"
         case .emptyFrame: "empty frame"
@@ -94,7 +94,7 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     /// "Errors"). Only for an unknown opcode: that is a well-formed request from a newer client, which
     /// may go on with requests this agent does know. Anything else means a confused or hostile peer, and
     /// like ssh-agent we stop talking to it.
-    public var agentKeepsConnection: Bool {
+    package var agentKeepsConnection: Bool {
         if case .unknownOpcode = self { return true }
         return false
     }
