@@ -45,14 +45,18 @@ let package = Package(
     ],
     targets: [
         // System libraries, wrapped once each.
-        .systemLibrary(name: "CArgon2", pkgConfig: "libargon2",
-                       providers: [.apt(["libargon2-dev"])]),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
-                       providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
-                       providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
-                       providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CArgon2", pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
 
         // System primitives: Locked (the one plain lock) and Monitor (lock and condition), startDetachedThread,
         // Environment, and on swift-system Files (no-follow reads, atomic replacement, FileIdentity) and
@@ -61,81 +65,115 @@ let package = Package(
         .target(name: "LatchkeySecrets", dependencies: ["LatchkeySystem"]),
         .target(name: "LatchkeyCrypto", dependencies: ["LatchkeySecrets", "COpenSSL", "CArgon2"]),
         .target(name: "LatchkeyModel", dependencies: ["LatchkeySecrets"]),
-        .target(name: "LatchkeyKeybag",
-                dependencies: ["LatchkeyCrypto", "LatchkeyModel", "LatchkeySystem", systemPackage]),
+        .target(
+            name: "LatchkeyKeybag",
+            dependencies: ["LatchkeyCrypto", "LatchkeyModel", "LatchkeySystem", systemPackage]),
         .target(name: "LatchkeyStore", dependencies: ["CSQLite"]),
         // The value encoding (SecValue <-> bytes, its caps): the protocol's values and the store's sealed
         // attributes (docs/PROTOCOL.md §3, docs/STORE.md). Pure, so both formats can share it.
         .target(name: "LatchkeyCodec", dependencies: ["LatchkeyModel"]),
         // The agent protocol (requests and responses <-> bytes, caps, version byte); pure, no I/O.
         .target(name: "LatchkeyWire", dependencies: ["LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets"]),
-        .target(name: "LatchkeyEngine",
-                dependencies: ["LatchkeyModel", "LatchkeyCodec", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore",
-                               "LatchkeySystem", systemPackage]),
+        .target(
+            name: "LatchkeyEngine",
+            dependencies: [
+                "LatchkeyModel", "LatchkeyCodec", "LatchkeyCrypto", "LatchkeyKeybag", "LatchkeyStore",
+                "LatchkeySystem", systemPackage,
+            ]),
         // Frames on a socket and the socket's location; shared by the agent and the public library.
-        .target(name: "LatchkeyTransport", dependencies: ["LatchkeyWire", "LatchkeySecrets", "LatchkeySystem", systemPackage]),
+        .target(
+            name: "LatchkeyTransport",
+            dependencies: ["LatchkeyWire", "LatchkeySecrets", "LatchkeySystem", systemPackage]),
         .target(name: "CLatchkeySystem"),
         // The D-Bus binding on sd-bus (libsystemd): connections with their loop threads, messages and values,
         // and objects served from method tables. Knows nothing of keys or of the desktop.
         .target(name: "LatchkeyDBus", dependencies: ["CSystemd", "LatchkeySystem"]),
         // The screen-lock and sleep watcher (logind, screen savers) on the binding. Knows nothing of keys;
         // the agent turns its events into lock calls.
-        .target(name: "LatchkeyDesktop",
-                dependencies: ["LatchkeyDBus", "LatchkeySystem", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "LatchkeyDesktop",
+            dependencies: ["LatchkeyDBus", "LatchkeySystem", .product(name: "Logging", package: "swift-log")]),
         // The freedesktop.org Secret Service on the session bus (docs/SECRET-SERVICE.md): collections, aliases,
         // object paths and D-Bus objects; the engine stores and indexes its items (SecretServiceStorage).
-        .target(name: "LatchkeySecretService",
-                dependencies: ["LatchkeyDBus", "LatchkeySystem", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel",
-                               "LatchkeySecrets", .product(name: "Logging", package: "swift-log"),
-                               systemPackage]),
+        .target(
+            name: "LatchkeySecretService",
+            dependencies: [
+                "LatchkeyDBus", "LatchkeySystem", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel",
+                "LatchkeySecrets", .product(name: "Logging", package: "swift-log"),
+                systemPackage,
+            ]),
         // The agent's swift-log backend: its one-line format and the size cap on agent.log. Libraries take a
         // Logger; only latchkeyd bootstraps this handler.
-        .target(name: "LatchkeyLog",
-                dependencies: ["LatchkeySystem", .product(name: "Logging", package: "swift-log"), systemPackage]),
-        .target(name: "LatchkeyAgent",
-                dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
-                               "LatchkeySecretService", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
-                               .product(name: "Logging", package: "swift-log"), systemPackage]),
+        .target(
+            name: "LatchkeyLog",
+            dependencies: ["LatchkeySystem", .product(name: "Logging", package: "swift-log"), systemPackage]),
+        .target(
+            name: "LatchkeyAgent",
+            dependencies: [
+                "LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
+                "LatchkeySecretService", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
+                .product(name: "Logging", package: "swift-log"), systemPackage,
+            ]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
-        .target(name: "Latchkey", dependencies: ["LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
-                                                 "LatchkeyCrypto", "LatchkeySystem", systemPackage]),
+        .target(
+            name: "Latchkey",
+            dependencies: [
+                "LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
+                "LatchkeyCrypto", "LatchkeySystem", systemPackage,
+            ]),
         // LatchkeyCrypto only for file formats (PEM, DER, PKCS#8, PKCS#12) in import and export; every
         // keychain operation goes through the public library.
-        .executableTarget(name: "latchkey", dependencies: [
-            "Latchkey", "LatchkeySecrets", "LatchkeyCrypto",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(
+            name: "latchkey",
+            dependencies: [
+                "Latchkey", "LatchkeySecrets", "LatchkeyCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         .testTarget(name: "LatchkeySystemTests", dependencies: ["LatchkeySystem", systemPackage]),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
-        .testTarget(name: "LatchkeyKeybagTests", dependencies: ["LatchkeyKeybag"],
-                    resources: [.copy("Vectors")]),
+        .testTarget(
+            name: "LatchkeyKeybagTests", dependencies: ["LatchkeyKeybag"],
+            resources: [.copy("Vectors")]),
         .testTarget(name: "LatchkeyStoreTests", dependencies: ["LatchkeyStore"]),
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
         .testTarget(name: "LatchkeyCodecTests", dependencies: ["LatchkeyCodec"]),
         .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
         // Vectors: docs/STORE.md's worked examples, opened and recomputed through the engine's own code.
-        .testTarget(name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore"],
-                    resources: [.copy("Vectors")]),
+        .testTarget(
+            name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore"],
+            resources: [.copy("Vectors")]),
         // The agent's pure logic (its lock schedule, with a fake clock); the agent as a process is tested end to end.
         .testTarget(name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent"]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
-        .testTarget(name: "LatchkeyEndToEndTests",
-                    dependencies: ["Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDBus",
-                                   "LatchkeyTestSupport", "LatchkeyLog", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "LatchkeyEndToEndTests",
+            dependencies: [
+                "Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDBus",
+                "LatchkeyTestSupport", "LatchkeyLog", .product(name: "Logging", package: "swift-log"),
+            ]),
         // The D-Bus binding, and the lock watcher, each on private dbus-daemons.
         .testTarget(name: "LatchkeyDBusTests", dependencies: ["LatchkeyDBus", "LatchkeyTestSupport"]),
-        .testTarget(name: "LatchkeyDesktopTests",
-                    dependencies: ["LatchkeyDBus", "LatchkeyDesktop", "LatchkeyTestSupport",
-                                   .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "LatchkeyDesktopTests",
+            dependencies: [
+                "LatchkeyDBus", "LatchkeyDesktop", "LatchkeyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Secret Service against the real agent on a private dbus-daemon: secret-tool, Python secretstorage/keyring.
         // The Secret Service's collections, aliases and items on a keychain in a temporary directory, without D-Bus.
-        .testTarget(name: "LatchkeySecretServiceUnitTests",
-                    dependencies: ["LatchkeySecretService", "LatchkeyEngine", "LatchkeyModel", "LatchkeyCrypto", "LatchkeySecrets"]),
-        .testTarget(name: "LatchkeySecretServiceTests",
-                    dependencies: ["Latchkey", "LatchkeyDBus", "LatchkeySecretService", "LatchkeySecrets",
-                                   "LatchkeyTestSupport"]),
+        .testTarget(
+            name: "LatchkeySecretServiceUnitTests",
+            dependencies: [
+                "LatchkeySecretService", "LatchkeyEngine", "LatchkeyModel", "LatchkeyCrypto", "LatchkeySecrets",
+            ]),
+        .testTarget(
+            name: "LatchkeySecretServiceTests",
+            dependencies: [
+                "Latchkey", "LatchkeyDBus", "LatchkeySecretService", "LatchkeySecrets",
+                "LatchkeyTestSupport",
+            ]),
         // Real PAM (pamtester, a test user) against pam/pam_latchkey.so and the built agent; needs root.
         .testTarget(name: "LatchkeyPAMTests", dependencies: ["LatchkeyKeybag", "LatchkeyDBus", "LatchkeyTestSupport"]),
     ]

@@ -15,7 +15,7 @@ let package = Package(
     name: "latchkey-benchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: ".."),
+        .package(path: "..")
     ],
     targets: [
         .executableTarget(

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyModel
 import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
 import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The library's connection to the user's agent: one persistent connection per process, opened on first
 /// use, and the agent started on demand when nothing listens. Never holds a key: it only carries
@@ -37,8 +38,9 @@ final class AgentClient: Sendable {
         defer { payload.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         // The agent drops a connection whose frame exceeds its cap; fail here with a clear status instead.
         guard payload.count <= Wire.maxRequestFrame else {
-            return Response(status: SecStatus.param, value: nil,
-                            message: "request of \(payload.count) bytes exceeds the \(Wire.maxRequestFrame)-byte limit")
+            return Response(
+                status: SecStatus.param, value: nil,
+                message: "request of \(payload.count) bytes exceeds the \(Wire.maxRequestFrame)-byte limit")
         }
         let reused = fd >= 0
         if !reused {
@@ -60,8 +62,9 @@ final class AgentClient: Sendable {
             }
         }
         do {
-            var reply = try FrameIO.readFrame(from: fd, maxLength: Wire.maxResponseFrame,
-                                              deadline: .now + AgentClient.responseTimeout, awaitingReply: true)
+            var reply = try FrameIO.readFrame(
+                from: fd, maxLength: Wire.maxResponseFrame,
+                deadline: .now + AgentClient.responseTimeout, awaitingReply: true)
             return try Response.decode(wiping: &reply)
         } catch {
             // The request may or may not have been carried out: report, never resend.
@@ -86,7 +89,9 @@ final class AgentClient: Sendable {
             fd = connected
             return nil
         }
-        if let failure = AgentLauncher.start(endpoint: endpoint, timeoutMilliseconds: AgentClient.startTimeoutMilliseconds) {
+        if let failure = AgentLauncher.start(
+            endpoint: endpoint, timeoutMilliseconds: AgentClient.startTimeoutMilliseconds)
+        {
             return unavailable(failure)
         }
         guard let connected = connect(endpoint.socketPath) else {
@@ -101,7 +106,8 @@ final class AgentClient: Sendable {
         // Only a socket owned by us in a directory owned by us is trusted with our secrets; lstat, so a
         // symbolic link planted in its place is refused.
         guard let info = try? FilePath(path).stat(followTargetSymlink: false), info.type == .socket,
-              info.userID.rawValue == getuid() else { return nil }
+            info.userID.rawValue == getuid()
+        else { return nil }
         return try? LocalSocket.connect(to: path).rawValue
     }
 }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Starts `latchkeyd --daemon` for the current user and waits until it listens.
 ///
@@ -29,7 +30,7 @@ enum AgentLauncher {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, endpoint.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 3) // dup2 clears FD_CLOEXEC on fd 3
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 3)  // dup2 clears FD_CLOEXEC on fd 3
 
         var environment = Environment.entries().filter {
             !$0.hasPrefix("LATCHKEY_READY_FD=") && !$0.hasPrefix("LISTEN_PID=") && !$0.hasPrefix("LISTEN_FDS=")
@@ -52,7 +53,9 @@ enum AgentLauncher {
         var pollFD = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
         var ready = poll(&pollFD, 1, timeoutMilliseconds)
         while ready < 0 && errno == EINTR { ready = poll(&pollFD, 1, timeoutMilliseconds) }
-        guard ready > 0 else { return "latchkeyd did not become ready within \(timeoutMilliseconds) ms (see \(endpoint.logPath))" }
+        guard ready > 0 else {
+            return "latchkeyd did not become ready within \(timeoutMilliseconds) ms (see \(endpoint.logPath))"
+        }
         var byte: UInt8 = 0
         if read(pipeFDs[0], &byte, 1) == 1 { return nil }
         // EOF: the agent exited. If another agent is already serving, that is success for us.
@@ -80,7 +83,9 @@ enum AgentLauncher {
         return nil
     }
 
-    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R)
+        -> R
+    {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
         pointers.append(nil)
         defer { for pointer in pointers { free(pointer) } }

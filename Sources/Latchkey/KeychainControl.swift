@@ -1,8 +1,9 @@
 import LatchkeyModel
 import LatchkeySecrets
+import LatchkeyWire
+
 // `KeychainControl` takes passwords as `SecretBytes`; re-export the type so `import Latchkey` is enough.
 @_exported import class LatchkeySecrets.SecretBytes
-import LatchkeyWire
 
 /// Managing the user's keychain through the agent: create, unlock, lock, status, change password.
 /// Not part of Apple's API (on Apple systems the OS does this); the `latchkey` command uses it.
@@ -64,7 +65,9 @@ public enum KeychainControl {
         public var allowWeak = false
 
         /// Options for `create`; every parameter left nil keeps the agent's default.
-        public init(timeCost: UInt32? = nil, memoryKiB: UInt32? = nil, parallelism: UInt32? = nil, allowWeak: Bool = false) {
+        public init(
+            timeCost: UInt32? = nil, memoryKiB: UInt32? = nil, parallelism: UInt32? = nil, allowWeak: Bool = false
+        ) {
             self.timeCost = timeCost
             self.memoryKiB = memoryKiB
             self.parallelism = parallelism
@@ -112,8 +115,9 @@ public enum KeychainControl {
         if case .int(let t)? = d["argon2.t"], case .int(let m)? = d["argon2.m"], case .int(let p)? = d["argon2.p"] {
             argon2 = (t, m, p)
         }
-        var status = Status(directory: d["keychain"]?.stringValue ?? "?", exists: d["exists"] == .bool(true),
-                            classes: classes, problem: d["problem"]?.stringValue, argon2: argon2)
+        var status = Status(
+            directory: d["keychain"]?.stringValue ?? "?", exists: d["exists"] == .bool(true),
+            classes: classes, problem: d["problem"]?.stringValue, argon2: argon2)
         status.deviceBound = d["deviceBound"] == .bool(true)
         status.deviceFactorHeld = d["deviceFactor"] == .string("held")
         status.passwordOutOfStep = d["passwordOutOfStep"]?.stringValue

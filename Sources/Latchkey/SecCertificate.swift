@@ -60,7 +60,9 @@ public func SecCertificateCopyKey(_ certificate: SecCertificate) -> SecKey? {
 }
 
 /// The subject's common name (Apple's `SecCertificateCopyCommonName`).
-public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ commonName: UnsafeMutablePointer<CFString?>) -> OSStatus {
+public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ commonName: UnsafeMutablePointer<CFString?>)
+    -> OSStatus
+{
     guard let name = certificate.certificate.commonNames.last else {
         commonName.pointee = nil
         return errSecSuccess
@@ -70,14 +72,18 @@ public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ common
 }
 
 /// The subject's email addresses (Apple's `SecCertificateCopyEmailAddresses`).
-public func SecCertificateCopyEmailAddresses(_ certificate: SecCertificate, _ emailAddresses: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+public func SecCertificateCopyEmailAddresses(
+    _ certificate: SecCertificate, _ emailAddresses: UnsafeMutablePointer<CFArray?>
+) -> OSStatus {
     emailAddresses.pointee = NSArray(array: certificate.certificate.emailAddresses.map { NSString(string: $0) })
     return errSecSuccess
 }
 
 /// The serial number's bytes (Apple's `SecCertificateCopySerialNumberData`).
-public func SecCertificateCopySerialNumberData(_ certificate: SecCertificate,
-                                               _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+public func SecCertificateCopySerialNumberData(
+    _ certificate: SecCertificate,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
     NSData(data: Data(certificate.certificate.serialNumber))
 }
 
@@ -123,9 +129,12 @@ public final class SecIdentity: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     var secValue: SecValue {
-        ItemReference.identity(certificate: CertificateReference(der: certificate.certificate.der,
-                                                                 persistentRef: certificate.persistentRef),
-                               key: privateKey.wireReference).secValue
+        ItemReference.identity(
+            certificate: CertificateReference(
+                der: certificate.certificate.der,
+                persistentRef: certificate.persistentRef),
+            key: privateKey.wireReference
+        ).secValue
     }
 
     /// A summary for debugging: the certificate's subject summary.
@@ -141,14 +150,18 @@ public final class SecIdentity: @unchecked Sendable, Hashable, CustomStringConve
 }
 
 /// The identity's certificate (Apple's `SecIdentityCopyCertificate`).
-public func SecIdentityCopyCertificate(_ identityRef: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>) -> OSStatus {
+public func SecIdentityCopyCertificate(
+    _ identityRef: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>
+) -> OSStatus {
     certificateRef.pointee = identityRef.certificate
     return errSecSuccess
 }
 
 /// The identity's private key (Apple's `SecIdentityCopyPrivateKey`); for an identity read from the
 /// keychain, a key the agent holds.
-public func SecIdentityCopyPrivateKey(_ identityRef: SecIdentity, _ privateKeyRef: UnsafeMutablePointer<SecKey?>) -> OSStatus {
+public func SecIdentityCopyPrivateKey(_ identityRef: SecIdentity, _ privateKeyRef: UnsafeMutablePointer<SecKey?>)
+    -> OSStatus
+{
     privateKeyRef.pointee = identityRef.privateKey
     return errSecSuccess
 }

@@ -43,7 +43,9 @@ nonisolated(unsafe) public let kSecImportItemIdentity: CFString = "identity"
 ///   `LatchkeyDiagnostics.lastErrorDetail` says more.
 ///
 /// OpenSSL reads one private key per file, so a file with several keys gives the first identity only.
-public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ items: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ items: UnsafeMutablePointer<CFArray?>)
+    -> OSStatus
+{
     // As Apple's, a failed call leaves `items` untouched.
     let contents: PKCS12.Contents
     do throws(SecError) {
@@ -67,7 +69,8 @@ public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ it
     var results: [NSDictionary] = []
     var unused = contents.additional
     if let key = contents.key, key.isPrivate, let leaf = contents.certificate,
-       leaf.publicKeyBytes == key.publicKeyBytes {
+        leaf.publicKeyBytes == key.publicKeyBytes
+    {
         let chain = [leaf] + issuerChain(of: leaf, from: &unused)
         let certificates = chain.map { SecCertificate($0) }
         let identity = SecIdentity(certificate: certificates[0], privateKey: SecKey(local: key))
@@ -104,11 +107,13 @@ private func importPassphrase(_ options: CFDictionary) throws(SecError) -> Secre
 /// The issuers of `certificate` among `candidates`, nearest first, each the issuer of the one before
 /// (matched by normalised Name, as the keychain compares them), up to a self-issued certificate.
 /// Certificates used are removed from `candidates`.
-private func issuerChain(of certificate: X509Certificate, from candidates: inout [X509Certificate]) -> [X509Certificate] {
+private func issuerChain(of certificate: X509Certificate, from candidates: inout [X509Certificate]) -> [X509Certificate]
+{
     var chain: [X509Certificate] = []
     var current = certificate
     while current.normalizedIssuer != current.normalizedSubject,
-          let index = candidates.firstIndex(where: { $0.normalizedSubject == current.normalizedIssuer }) {
+        let index = candidates.firstIndex(where: { $0.normalizedSubject == current.normalizedIssuer })
+    {
         current = candidates.remove(at: index)
         chain.append(current)
     }

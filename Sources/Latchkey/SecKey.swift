@@ -20,9 +20,10 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
 
     init(local key: AsymmetricKey) {
         local = key
-        reference = KeyReference(keyType: key.algorithm == .rsa ? KeyReference.typeRSA : KeyReference.typeEC,
-                                 keyClass: key.isPrivate ? KeyReference.classPrivate : KeyReference.classPublic,
-                                 sizeInBits: Int64(key.sizeInBits), publicKey: key.publicKeyBytes)
+        reference = KeyReference(
+            keyType: key.algorithm == .rsa ? KeyReference.typeRSA : KeyReference.typeEC,
+            keyClass: key.isPrivate ? KeyReference.classPrivate : KeyReference.classPublic,
+            sizeInBits: Int64(key.sizeInBits), publicKey: key.publicKeyBytes)
     }
 
     /// A key from a reference the agent returned.
@@ -46,8 +47,9 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
 
     private static func publicKey(_ reference: KeyReference) throws(SecError) -> AsymmetricKey {
         do {
-            return try AsymmetricKey(externalRepresentation: reference.publicKey,
-                                     algorithm: reference.keyType == KeyReference.typeRSA ? .rsa : .ec, isPrivate: false)
+            return try AsymmetricKey(
+                externalRepresentation: reference.publicKey,
+                algorithm: reference.keyType == KeyReference.typeRSA ? .rsa : .ec, isPrivate: false)
         } catch {
             throw SecError(SecStatus.decode, "the public key is malformed: \(error)")
         }
@@ -58,7 +60,8 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
     var wireReference: KeyReference {
         var wire = reference
         if let local {
-            wire.material = local.isPrivate ? (try? local.externalRepresentation())?.unsafeCopyToArray() : local.publicKeyBytes
+            wire.material =
+                local.isPrivate ? (try? local.externalRepresentation())?.unsafeCopyToArray() : local.publicKeyBytes
         }
         return wire
     }
@@ -77,8 +80,9 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
     /// Two keys are equal when they are the same object, or have the same type, class and public key
     /// (so a private key read from the keychain equals the key that was added).
     public static func == (a: SecKey, b: SecKey) -> Bool {
-        a === b || (a.reference.keyClass == b.reference.keyClass && a.reference.keyType == b.reference.keyType
-            && a.reference.publicKey == b.reference.publicKey)
+        a === b
+            || (a.reference.keyClass == b.reference.keyClass && a.reference.keyType == b.reference.keyType
+                && a.reference.publicKey == b.reference.publicKey)
     }
 
     /// Hashes the key class and the public key, which equal keys share.
@@ -110,8 +114,10 @@ func setError(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ failure: Se
     LastError.record(failure.detail)
     guard let error else { return }
     let message = failure.detail ?? SecStatus.message(for: failure.status) ?? "OSStatus \(failure.status)"
-    error.pointee = Unmanaged.passRetained(NSError(domain: NSOSStatusErrorDomain, code: Int(failure.status),
-                                                   userInfo: [NSLocalizedDescriptionKey: message]))
+    error.pointee = Unmanaged.passRetained(
+        NSError(
+            domain: NSOSStatusErrorDomain, code: Int(failure.status),
+            userInfo: [NSLocalizedDescriptionKey: message]))
 }
 
 /// Runs a SecKey function body, turning a thrown `SecError` into the `error` out-parameter and nil.

@@ -25,7 +25,8 @@ enum ValueBridge {
             guard let number = object as? NSNumber else { throw .param("unsupported number") }
             switch String(cString: number.objCType) {
             case "d", "f": return .double(number.doubleValue)
-            case "Q", "L": return number.uint64Value > UInt64(Int64.max) ? .double(number.doubleValue) : .int(number.int64Value)
+            case "Q", "L":
+                return number.uint64Value > UInt64(Int64.max) ? .double(number.doubleValue) : .int(number.int64Value)
             default: return .int(number.int64Value)
             }
         }
@@ -80,7 +81,9 @@ enum ValueBridge {
     /// when Ref was the only return key, otherwise the `kSecValueRef` entry of each dictionary.
     static func result(_ value: SecValue, request: SecDictionary) throws(SecError) -> AnyObject {
         guard request[SecKeys.returnRef] == .bool(true) else { return object(value) }
-        let flags = [SecKeys.returnData, SecKeys.returnRef, SecKeys.returnPersistentRef].filter { request[$0] == .bool(true) }
+        let flags = [SecKeys.returnData, SecKeys.returnRef, SecKeys.returnPersistentRef].filter {
+            request[$0] == .bool(true)
+        }
         let wantsDictionary = request[SecKeys.returnAttributes] == .bool(true) || flags.count >= 2
         func element(_ value: SecValue) throws(SecError) -> AnyObject {
             guard wantsDictionary else { return try reference(value) }
@@ -106,7 +109,8 @@ enum ValueBridge {
         case .key(let key):
             return try SecKey(reference: key)
         case .identity(let certificate, let key):
-            return SecIdentity(certificate: try SecCertificate(reference: certificate), privateKey: try SecKey(reference: key))
+            return SecIdentity(
+                certificate: try SecCertificate(reference: certificate), privateKey: try SecKey(reference: key))
         }
     }
 }

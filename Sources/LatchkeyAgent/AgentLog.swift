@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The agent's log: one line per event on standard error (the journal under systemd, agent.log when
 /// started on demand). Never given a secret, an account name or an attribute value.

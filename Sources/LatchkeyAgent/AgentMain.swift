@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CLatchkeySystem
 import LatchkeyDesktop
 import LatchkeyEngine
@@ -10,6 +7,10 @@ import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `latchkeyd` start-up: options, hardening, daemonising, the readiness signal and the server.
 package enum AgentMain {
@@ -64,22 +65,30 @@ package enum AgentMain {
         // systemd inherits it, so it cannot tell the agent's own unit from a terminal's.)
         let socketActivated = Environment.value("LISTEN_PID").flatMap(Int32.init) == getpid()
         let sharedEnvironment = arguments.contains("--secret-service-activation") || socketActivated
-        let starter = arguments.contains("--secret-service-activation") ? "D-Bus activation" : "systemd socket activation"
+        let starter =
+            arguments.contains("--secret-service-activation") ? "D-Bus activation" : "systemd socket activation"
         if sharedEnvironment { ignoreSharedEnvironment(starter: starter) }
-        var prompter = Environment.value("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
+        var prompter =
+            Environment.value("LATCHKEY_PROMPTER").map(PinentryPrompter.init(commandLine:))
             ?? PinentryPrompter(command: ["pinentry"])
         var policy = LockPolicy.Settings()
         var logLimit = LogOutput.defaultLimit
         if let value = Environment.value("LATCHKEY_LOG_LIMIT") {
-            guard let bytes = Int(value), bytes >= 0 else { usageError("LATCHKEY_LOG_LIMIT=\(value) is not a number of bytes") }
+            guard let bytes = Int(value), bytes >= 0 else {
+                usageError("LATCHKEY_LOG_LIMIT=\(value) is not a number of bytes")
+            }
             logLimit = bytes
         }
         if let value = Environment.value("LATCHKEY_LOCK_GRACE") {
-            guard let seconds = Double(value), seconds >= 0, seconds <= 86_400 else { usageError("LATCHKEY_LOCK_GRACE=\(value) is not a number of seconds") }
+            guard let seconds = Double(value), seconds >= 0, seconds <= 86_400 else {
+                usageError("LATCHKEY_LOCK_GRACE=\(value) is not a number of seconds")
+            }
             policy.grace = seconds
         }
         if let value = Environment.value("LATCHKEY_IDLE_LOCK") {
-            guard let minutes = Double(value), minutes >= 0 else { usageError("LATCHKEY_IDLE_LOCK=\(value) is not a number of minutes") }
+            guard let minutes = Double(value), minutes >= 0 else {
+                usageError("LATCHKEY_IDLE_LOCK=\(value) is not a number of minutes")
+            }
             policy.idleLimit = minutes > 0 ? minutes * 60 : nil
         }
         var index = 1
@@ -96,7 +105,9 @@ package enum AgentMain {
                 policy.grace = seconds
             case "--idle-lock" where index + 1 < arguments.count:
                 index += 1
-                guard let minutes = Double(arguments[index]), minutes >= 0 else { usageError("--idle-lock needs a number of minutes") }
+                guard let minutes = Double(arguments[index]), minutes >= 0 else {
+                    usageError("--idle-lock needs a number of minutes")
+                }
                 policy.idleLimit = minutes > 0 ? minutes * 60 : nil
             case "--no-desktop":
                 watchDesktop = false
@@ -106,10 +117,14 @@ package enum AgentMain {
                 index += 1
                 prompter = PinentryPrompter(commandLine: arguments[index])
                 prompterFromOption = true
-                guard !prompter.command.isEmpty, !arguments[index].isEmpty else { usageError("--prompter needs a command") }
+                guard !prompter.command.isEmpty, !arguments[index].isEmpty else {
+                    usageError("--prompter needs a command")
+                }
             case "--log-limit" where index + 1 < arguments.count:
                 index += 1
-                guard let bytes = Int(arguments[index]), bytes >= 0 else { usageError("--log-limit needs a number of bytes") }
+                guard let bytes = Int(arguments[index]), bytes >= 0 else {
+                    usageError("--log-limit needs a number of bytes")
+                }
                 logLimit = bytes
             case "--secret-service-activation":
                 activation = true
@@ -141,9 +156,10 @@ package enum AgentMain {
         let keychain = Keychain(location: location)
         let lockPolicy = LockPolicy(keychain: keychain, settings: policy)
         do {
-            server = try AgentServer(endpoint: endpoint, keychain: keychain,
-                                     onItemRequest: { lockPolicy.noteUse() },
-                                     onUnlock: { lockPolicy.cancelPendingLock() })
+            server = try AgentServer(
+                endpoint: endpoint, keychain: keychain,
+                onItemRequest: { lockPolicy.noteUse() },
+                onUnlock: { lockPolicy.cancelPendingLock() })
         } catch let error as ListenerError {
             if error.alreadyRunning && activation {
                 // D-Bus started us for org.freedesktop.secrets: the running agent takes the bus.
@@ -162,8 +178,9 @@ package enum AgentMain {
         LogOutput.standardError.bound(path: endpoint.logPath, limit: logLimit)
         let status = keychain.status()
         if let problem = status.problem { AgentLog.error(problem) }
-        AgentLog.info("listening on \(server.socketPath); keychain \(location.directory)"
-                      + (status.exists ? "" : " (not created yet)"))
+        AgentLog.info(
+            "listening on \(server.socketPath); keychain \(location.directory)"
+                + (status.exists ? "" : " (not created yet)"))
         if let warning = Hardening.mlockWarning() { AgentLog.warning(warning) }
         if watchDesktop {
             // Missing buses are logged once by the watcher and do not stop the agent.
@@ -175,8 +192,9 @@ package enum AgentMain {
         }
         if serveSecretService {
             // A missing session bus, or another owner of the name, is logged once and changes nothing else.
-            let host = SecretServiceHost(keychain: keychain, prompter: prompter, runtimeDirectory: endpoint.directory,
-                                         log: AgentLog.logger)
+            let host = SecretServiceHost(
+                keychain: keychain, prompter: prompter, runtimeDirectory: endpoint.directory,
+                log: AgentLog.logger)
             host.start()
             secretServiceHost = host
         }
@@ -201,7 +219,10 @@ package enum AgentMain {
     /// Forks so the starting client can reap the parent at once, and leaves the terminal's session.
     private static func daemonize() {
         let pid = fork()
-        if pid < 0 { AgentLog.error("fork: \(String(cString: strerror(errno)))"); exit(1) }
+        if pid < 0 {
+            AgentLog.error("fork: \(String(cString: strerror(errno)))")
+            exit(1)
+        }
         if pid > 0 { _exit(0) }
         setsid()
         chdir("/")
@@ -214,8 +235,10 @@ package enum AgentMain {
     /// cap). The unit's or .service file's command line sets them. `LATCHKEY_PROMPTER` is handled where
     /// the prompter is chosen (`--prompter` may replace it). This is defence in depth: such a client
     /// runs as the user (docs/SECURITY.md, attacker 5).
-    static let sharedEnvironmentIgnored = ["LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_LOG_LIMIT",
-                                           "LATCHKEY_MAX_SESSIONS"]
+    static let sharedEnvironmentIgnored = [
+        "LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_LOG_LIMIT",
+        "LATCHKEY_MAX_SESSIONS",
+    ]
     /// Where an agent started by a service manager looks for programs (the prompter): a PATH from the
     /// shared environment would choose which program receives the keychain password.
     static let trustedPath = "/usr/local/bin:/usr/bin:/bin"
@@ -254,7 +277,8 @@ package enum AgentMain {
         var keep: [Int32] = []
         if let value = Environment.value("LATCHKEY_READY_FD"), let fd = Int32(value), fd > 2 { keep.append(fd) }
         if Environment.value("LISTEN_PID").flatMap(Int32.init) == getpid(),
-           let count = Environment.value("LISTEN_FDS").flatMap(Int32.init), count > 0, count < 64 {
+            let count = Environment.value("LISTEN_FDS").flatMap(Int32.init), count > 0, count < 64
+        {
             keep += (0..<count).map { 3 + $0 }
         }
         latchkey_close_inherited_fds(keep, Int32(keep.count))

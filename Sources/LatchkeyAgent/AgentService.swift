@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyCrypto
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeySystem
 import LatchkeyWire
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Maps protocol requests onto the engine. Knows nothing of sockets: the server hands it decoded
 /// requests and the caller's identity, and sends back the response.
@@ -22,8 +23,10 @@ package final class AgentService: Sendable {
     /// waiting out its grace period must not drop the keys just handed over.
     let onUnlock: @Sendable () -> Void
 
-    package init(keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {},
-                onUnlock: @escaping @Sendable () -> Void = {}) {
+    package init(
+        keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {},
+        onUnlock: @escaping @Sendable () -> Void = {}
+    ) {
         self.keychain = keychain
         self.onItemRequest = onItemRequest
         self.onUnlock = onUnlock
@@ -37,11 +40,12 @@ package final class AgentService: Sendable {
         do {
             switch request {
             case .hello:
-                return .ok(.dictionary([
-                    HelloKey.protocolVersion: .int(Int64(Wire.protocolVersion)),
-                    HelloKey.agent: .string(AgentService.version),
-                    HelloKey.pid: .int(Int64(getpid())),
-                ]))
+                return .ok(
+                    .dictionary([
+                        HelloKey.protocolVersion: .int(Int64(Wire.protocolVersion)),
+                        HelloKey.agent: .string(AgentService.version),
+                        HelloKey.pid: .int(Int64(getpid())),
+                    ]))
             case .add(let attributes):
                 return .ok(try keychain.add(attributes, caller: caller))
             case .copyMatching(let query):
@@ -70,7 +74,10 @@ package final class AgentService: Sendable {
                 return .ok(nil)
             case .lock(let all):
                 keychain.lock(all: all)
-                AgentLog.info(all ? "locked all password classes (pid \(caller.pid))" : "locked WhenUnlocked classes (pid \(caller.pid))")
+                AgentLog.info(
+                    all
+                        ? "locked all password classes (pid \(caller.pid))"
+                        : "locked WhenUnlocked classes (pid \(caller.pid))")
                 return .ok(nil)
             case .changePassword(let old, let new):
                 try keychain.changePassword(old: old, new: new)
@@ -87,11 +94,13 @@ package final class AgentService: Sendable {
                     try keychain.handOff(masterKey: masterKey, deviceFactor: factor)
                     onUnlock()
                 } catch {
-                    AgentLog.warning("key hand-off from pid \(caller.pid) refused: \(error.detail ?? "status \(error.status)")")
+                    AgentLog.warning(
+                        "key hand-off from pid \(caller.pid) refused: \(error.detail ?? "status \(error.status)")")
                     throw error
                 }
                 let status = keychain.status()
-                let deviceNote = status.deviceBound && !status.deviceFactorHeld ? " (ThisDeviceOnly classes still locked)" : ""
+                let deviceNote =
+                    status.deviceBound && !status.deviceFactorHeld ? " (ThisDeviceOnly classes still locked)" : ""
                 AgentLog.info("unlocked by a login (pam_latchkey, pid \(caller.pid))\(deviceNote)")
                 return .ok(nil)
             case .sessionOpen(let token):
@@ -109,8 +118,9 @@ package final class AgentService: Sendable {
                     // A session this agent never saw open (it was restarted since the login) ended, and
                     // none is known to be open: lock rather than stay unlocked after a logout.
                     keychain.lock(all: true)
-                    AgentLog.info("a login session opened before this agent started closed, and no other is "
-                                  + "known: locked all password classes")
+                    AgentLog.info(
+                        "a login session opened before this agent started closed, and no other is "
+                            + "known: locked all password classes")
                 default:
                     break
                 }
@@ -136,9 +146,11 @@ package final class AgentService: Sendable {
         guard failure.status == SecStatus.authFailed, let outOfStep = keychain.status().passwordOutOfStep else {
             return failure
         }
-        return SecError(failure.status, "\(failure.detail ?? "wrong keychain password"); the keychain may still use "
-                        + "your previous login password (\(outOfStep)): unlock with that one, then run "
-                        + "'latchkey passwd' to set it to your login password")
+        return SecError(
+            failure.status,
+            "\(failure.detail ?? "wrong keychain password"); the keychain may still use "
+                + "your previous login password (\(outOfStep)): unlock with that one, then run "
+                + "'latchkey passwd' to set it to your login password")
     }
 
     /// Keys of the `status` reply (docs/PROTOCOL.md).
@@ -170,7 +182,9 @@ package final class AgentService: Sendable {
         var parameters = Argon2Parameters.default
         func number(_ key: String) throws(SecError) -> UInt32? {
             guard let value = options[key] else { return nil }
-            guard case .int(let n) = value, let v = UInt32(exactly: n) else { throw .param("option \(key) must be a number") }
+            guard case .int(let n) = value, let v = UInt32(exactly: n) else {
+                throw .param("option \(key) must be a number")
+            }
             return v
         }
         if let t = try number("argon2.t") { parameters.timeCost = t }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CLatchkeySystem
 import LatchkeySecrets
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Process hardening applied before the agent holds any key, as ssh-agent does: no core dumps, not
 /// ptrace-attachable or readable through /proc by other processes of the user, private file modes.
@@ -26,6 +27,7 @@ enum Hardening {
     /// The warning to log once if secrets could not be locked in memory (RLIMIT_MEMLOCK too small).
     static func mlockWarning() -> String? {
         guard SecretBytes.mlockHasFailed else { return nil }
-        return "could not lock key memory (RLIMIT_MEMLOCK is \(latchkey_memlock_limit()) bytes): keys may be swapped out"
+        return
+            "could not lock key memory (RLIMIT_MEMLOCK is \(latchkey_memlock_limit()) bytes): keys may be swapped out"
     }
 }

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CLatchkeySystem
 import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
 import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Why the agent could not start listening.
 package struct ListenerError: Error, CustomStringConvertible {
@@ -36,7 +37,8 @@ struct Listener {
         }
         guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
             close(lockFD)
-            throw ListenerError(description: "another latchkeyd already serves \(endpoint.socketPath)", alreadyRunning: true)
+            throw ListenerError(
+                description: "another latchkeyd already serves \(endpoint.socketPath)", alreadyRunning: true)
         }
         // We hold the lock, so any socket file left behind is stale (a crashed agent): replace it.
         unlink(endpoint.socketPath)
@@ -62,7 +64,8 @@ struct Listener {
     /// The socket passed by systemd (`LISTEN_PID` is ours and `LISTEN_FDS` ≥ 1: fd 3).
     private static func inheritedSocket() -> Int32? {
         guard let pid = Environment.value("LISTEN_PID"), pid == String(getpid()),
-              let count = Environment.value("LISTEN_FDS"), let n = Int(count), n >= 1 else { return nil }
+            let count = Environment.value("LISTEN_FDS"), let n = Int(count), n >= 1
+        else { return nil }
         unsetenv("LISTEN_PID")
         unsetenv("LISTEN_FDS")
         unsetenv("LISTEN_FDNAMES")

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeySystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs the agent's `LockSchedule` (when it drops the WhenUnlocked keys by itself: a screen lock after
 /// a grace period, sleep at once, a time without keychain use) against the real monotonic clock: a

@@ -83,8 +83,8 @@ package struct LockSchedule: Equatable, Sendable {
     package var deadline: Double? {
         let idleEnd = settings.idleLimit.map { lastUse + $0 }
         switch (pendingLock?.deadline, idleEnd) {
-        case let (pending?, idle?): return min(pending, idle)
-        case let (pending, idle): return pending ?? idle
+        case (let pending?, let idle?): return min(pending, idle)
+        case (let pending, let idle): return pending ?? idle
         }
     }
 

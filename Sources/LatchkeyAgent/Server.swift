@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CLatchkeySystem
 import LatchkeyCodec
 import LatchkeyEngine
@@ -8,6 +5,10 @@ import LatchkeyModel
 import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The agent's socket server: one thread per connection, so a slow or stalled client holds only its own
 /// thread; the engine's mutex is taken only for the short work of each request.
@@ -22,9 +23,11 @@ package final class AgentServer: @unchecked Sendable {
     private let endpoint: AgentEndpoint
     private let connections = AtomicCounter()
 
-    package init(endpoint: AgentEndpoint, keychain: Keychain,
-                onItemRequest: @escaping @Sendable () -> Void = {},
-                onUnlock: @escaping @Sendable () -> Void = {}) throws {
+    package init(
+        endpoint: AgentEndpoint, keychain: Keychain,
+        onItemRequest: @escaping @Sendable () -> Void = {},
+        onUnlock: @escaping @Sendable () -> Void = {}
+    ) throws {
         self.endpoint = endpoint
         self.listener = try Listener.open(endpoint: endpoint)
         self.service = AgentService(keychain: keychain, onItemRequest: onItemRequest, onUnlock: onUnlock)
@@ -40,7 +43,7 @@ package final class AgentServer: @unchecked Sendable {
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 AgentLog.error("accept: \(String(cString: strerror(errno)))")
-                usleep(100_000) // e.g. EMFILE: back off instead of spinning
+                usleep(100_000)  // e.g. EMFILE: back off instead of spinning
                 continue
             }
             // The peer is checked before a single byte is read from it: the user's own processes, and
@@ -94,21 +97,26 @@ package final class AgentServer: @unchecked Sendable {
                 let request = try Request.decode(wiping: &payload)
                 decoded = request
                 if caller.uid != agentUID && !request.opcode.permittedForRoot {
-                    response = Response(status: SecStatus.authFailed, value: nil,
-                                        message: "uid \(caller.uid) may only hand off keys and open or close sessions")
+                    response = Response(
+                        status: SecStatus.authFailed, value: nil,
+                        message: "uid \(caller.uid) may only hand off keys and open or close sessions")
                 } else {
                     response = service.handle(request, caller: caller)
                 }
-                if let value = response.value, (try? ValueCodec.validate(value)) == nil
-                    || response.encodedSize > Wire.maxResponseFrame {
+                if let value = response.value,
+                    (try? ValueCodec.validate(value)) == nil
+                        || response.encodedSize > Wire.maxResponseFrame
+                {
                     // Too many or too large results for one reply: say so rather than send what the
                     // client would have to reject.
-                    response = Response(status: SecStatus.dataTooLarge, value: nil,
-                                        message: "the result is too large for one reply; narrow the query or set kSecMatchLimit")
+                    response = Response(
+                        status: SecStatus.dataTooLarge, value: nil,
+                        message: "the result is too large for one reply; narrow the query or set kSecMatchLimit")
                 }
             } catch .unsupportedVersion(let version) {
-                let reply = Response(status: SecStatus.unimplemented, value: nil,
-                                     message: "unsupported protocol version \(version)")
+                let reply = Response(
+                    status: SecStatus.unimplemented, value: nil,
+                    message: "unsupported protocol version \(version)")
                 try? FrameIO.writeFrame(reply.encode(), to: fd, deadline: .now + AgentServer.frameCompletionTimeout)
                 return
             } catch .unknownOpcode(let opcode) {
@@ -136,8 +144,9 @@ package final class AgentServer: @unchecked Sendable {
         while poll(&pollFD, 1, -1) < 0 {
             if errno != EINTR { throw .io(errno: errno) }
         }
-        return try FrameIO.readFrame(from: fd, maxLength: Wire.maxRequestFrame,
-                                     deadline: .now + AgentServer.frameCompletionTimeout)
+        return try FrameIO.readFrame(
+            from: fd, maxLength: Wire.maxRequestFrame,
+            deadline: .now + AgentServer.frameCompletionTimeout)
     }
 }
 

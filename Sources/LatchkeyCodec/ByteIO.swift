@@ -83,7 +83,8 @@ package struct ByteReader {
 
 extension Array where Element == UInt8 {
     package mutating func appendBE(_ v: UInt16) {
-        append(UInt8(truncatingIfNeeded: v >> 8)); append(UInt8(truncatingIfNeeded: v))
+        append(UInt8(truncatingIfNeeded: v >> 8))
+        append(UInt8(truncatingIfNeeded: v))
     }
 
     package mutating func appendBE(_ v: UInt32) {

@@ -25,8 +25,8 @@ package enum ValueCodec {
 
     // Smallest possible encodings, used to reject counts the remaining bytes cannot possibly hold
     // before reserving any capacity for them.
-    private static let minValueSize = 1          // a tag (null)
-    private static let minEntrySize = 4 + 1      // an empty key's length, then a null value
+    private static let minValueSize = 1  // a tag (null)
+    private static let minEntrySize = 4 + 1  // an empty key's length, then a null value
 
     // MARK: Encoding
 
@@ -218,7 +218,8 @@ package enum ValueCodec {
 
     /// Reads a collection count and rejects it, before anything is allocated, if the depth or count
     /// cap is exceeded or the remaining bytes cannot hold that many entries.
-    private static func containerCount(_ reader: inout ByteReader, depth: Int, minEntry: Int) throws(CodecError) -> Int {
+    private static func containerCount(_ reader: inout ByteReader, depth: Int, minEntry: Int) throws(CodecError) -> Int
+    {
         guard depth <= maxDepth else {
             throw .malformed("values nest deeper than \(maxDepth) levels")
         }

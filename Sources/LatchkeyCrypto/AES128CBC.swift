@@ -43,13 +43,16 @@ package enum AES128CBC {
             try out.withUnsafeMutableBufferPointer { buffer in
                 let base = buffer.baseAddress!
                 let initialised = key.withUnsafeBytes { keyBuffer in
-                    EVP_CipherInit_ex2(ctx, cipher, keyBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), iv,
-                                       encrypt ? 1 : 0, nil)
+                    EVP_CipherInit_ex2(
+                        ctx, cipher, keyBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), iv,
+                        encrypt ? 1 : 0, nil)
                 }
                 guard initialised == 1 else { throw opensslError("AES-CBC init") }
                 var written: Int32 = 0
                 if length > 0 {
-                    guard EVP_CipherUpdate(ctx, base, &written, input, length) == 1 else { throw opensslError("AES-CBC update") }
+                    guard EVP_CipherUpdate(ctx, base, &written, input, length) == 1 else {
+                        throw opensslError("AES-CBC update")
+                    }
                 }
                 total = Int(written)
                 guard EVP_CipherFinal_ex(ctx, base + total, &written) == 1 else {

@@ -18,8 +18,10 @@ package enum AES256GCM {
 
     /// Encrypts and authenticates `plaintext` and `aad`. `nonce` must be nil in production: a random
     /// nonce is drawn per call; the parameter exists so test vectors can be reproduced.
-    package static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, aad: [UInt8],
-                            nonce: [UInt8]? = nil) throws -> [UInt8] {
+    package static func seal(
+        _ plaintext: UnsafeRawBufferPointer, key: SecretBytes, aad: [UInt8],
+        nonce: [UInt8]? = nil
+    ) throws -> [UInt8] {
         try checkKey(key)
         let nonceBytes = try nonce ?? SecureRandom.bytes(nonceSize)
         guard nonceBytes.count == nonceSize else { throw CryptoError.invalidInput("AES-GCM nonce must be 12 bytes") }
@@ -39,12 +41,15 @@ package enum AES256GCM {
             guard initialised == 1 else { throw opensslError("AES-GCM encrypt init") }
             var written: Int32 = 0
             if aadLength > 0 {
-                guard EVP_EncryptUpdate(ctx, nil, &written, aad, aadLength) == 1 else { throw opensslError("AES-GCM aad") }
+                guard EVP_EncryptUpdate(ctx, nil, &written, aad, aadLength) == 1 else {
+                    throw opensslError("AES-GCM aad")
+                }
             }
             if plaintextLength > 0 {
                 let input = plaintext.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 guard EVP_EncryptUpdate(ctx, base + nonceSize, &written, input, plaintextLength) == 1,
-                      written == plaintextLength else { throw opensslError("AES-GCM encrypt") }
+                    written == plaintextLength
+                else { throw opensslError("AES-GCM encrypt") }
             }
             // GCM is a stream mode: Final emits no bytes, it only completes the tag computation.
             guard EVP_EncryptFinal_ex(ctx, base + nonceSize + plaintext.count, &written) == 1 else {
@@ -59,12 +64,16 @@ package enum AES256GCM {
     }
 
     /// Array convenience for `seal(_:key:aad:nonce:)`.
-    package static func seal(_ plaintext: [UInt8], key: SecretBytes, aad: [UInt8], nonce: [UInt8]? = nil) throws -> [UInt8] {
+    package static func seal(_ plaintext: [UInt8], key: SecretBytes, aad: [UInt8], nonce: [UInt8]? = nil) throws
+        -> [UInt8]
+    {
         try plaintext.withUnsafeBytes { try seal($0, key: key, aad: aad, nonce: nonce) }
     }
 
     /// Seals secret bytes without copying them out of their wiping storage first.
-    package static func seal(_ plaintext: SecretBytes, key: SecretBytes, aad: [UInt8], nonce: [UInt8]? = nil) throws -> [UInt8] {
+    package static func seal(_ plaintext: SecretBytes, key: SecretBytes, aad: [UInt8], nonce: [UInt8]? = nil) throws
+        -> [UInt8]
+    {
         try plaintext.withUnsafeBytes { try seal($0, key: key, aad: aad, nonce: nonce) }
     }
 
@@ -99,8 +108,10 @@ package enum AES256GCM {
 
     /// Decrypts into `out` (exactly the ciphertext length). `out` holds unauthenticated bytes if this
     /// throws; the callers wipe it.
-    private static func decrypt(_ sealed: [UInt8], key: SecretBytes, aad: [UInt8],
-                                into out: UnsafeMutableRawBufferPointer) throws {
+    private static func decrypt(
+        _ sealed: [UInt8], key: SecretBytes, aad: [UInt8],
+        into out: UnsafeMutableRawBufferPointer
+    ) throws {
         try checkKey(key)
         let ciphertextLength = try evpLength(sealed.count - overhead, "AES-GCM ciphertext")
         let aadLength = try evpLength(aad.count, "AES-GCM associated data")
@@ -117,12 +128,15 @@ package enum AES256GCM {
             guard initialised == 1 else { throw opensslError("AES-GCM decrypt init") }
             var written: Int32 = 0
             if aadLength > 0 {
-                guard EVP_DecryptUpdate(ctx, nil, &written, aad, aadLength) == 1 else { throw opensslError("AES-GCM aad") }
+                guard EVP_DecryptUpdate(ctx, nil, &written, aad, aadLength) == 1 else {
+                    throw opensslError("AES-GCM aad")
+                }
             }
             let output = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
             if ciphertextLength > 0 {
                 guard EVP_DecryptUpdate(ctx, output, &written, base + nonceSize, ciphertextLength) == 1,
-                      written == ciphertextLength else { throw opensslError("AES-GCM decrypt") }
+                    written == ciphertextLength
+                else { throw opensslError("AES-GCM decrypt") }
             }
             guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tagSize), &tag) == 1 else {
                 throw opensslError("AES-GCM set tag")

@@ -8,7 +8,9 @@ enum AESGCMCore {
     static let tagSize = 16
 
     /// `ciphertext ‖ tag` of `plaintext`.
-    static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, iv: [UInt8], aad: [UInt8]) throws(CryptoError) -> [UInt8] {
+    static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, iv: [UInt8], aad: [UInt8])
+        throws(CryptoError) -> [UInt8]
+    {
         let ctx = try context(encrypt: true, key: key, iv: iv)
         defer { EVP_CIPHER_CTX_free(ctx) }
         let length = try evpLengthTyped(plaintext.count)
@@ -17,8 +19,13 @@ enum AESGCMCore {
             let base = buffer.baseAddress!
             var written: Int32 = 0
             if !aad.isEmpty, EVP_EncryptUpdate(ctx, nil, &written, aad, Int32(aad.count)) != 1 { return false }
-            if length > 0, EVP_EncryptUpdate(ctx, base, &written, plaintext.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                             length) != 1 || written != length { return false }
+            if length > 0,
+                EVP_EncryptUpdate(
+                    ctx, base, &written, plaintext.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    length) != 1 || written != length
+            {
+                return false
+            }
             guard EVP_EncryptFinal_ex(ctx, base + plaintext.count, &written) == 1 else { return false }
             return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, Int32(tagSize), base + plaintext.count) == 1
         }
@@ -29,7 +36,9 @@ enum AESGCMCore {
     /// Verifies the tag at the end of `sealed` and returns the plaintext in wiping storage. Throws
     /// `.authenticationFailed` for a wrong key, IV, AAD or any changed byte; no plaintext is released
     /// unless the tag verified.
-    static func open(_ sealed: ArraySlice<UInt8>, key: SecretBytes, iv: [UInt8], aad: [UInt8]) throws(CryptoError) -> SecretBytes {
+    static func open(_ sealed: ArraySlice<UInt8>, key: SecretBytes, iv: [UInt8], aad: [UInt8]) throws(CryptoError)
+        -> SecretBytes
+    {
         guard sealed.count >= tagSize else { throw CryptoError.invalidInput("AES-GCM input too short for its tag") }
         let ctx = try context(encrypt: false, key: key, iv: iv)
         defer { EVP_CIPHER_CTX_free(ctx) }
@@ -41,7 +50,9 @@ enum AESGCMCore {
             let out = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
             var written: Int32 = 0
             if !aad.isEmpty, EVP_DecryptUpdate(ctx, nil, &written, aad, Int32(aad.count)) != 1 { return false }
-            if length > 0, EVP_DecryptUpdate(ctx, out, &written, ciphertext, length) != 1 || written != length { return false }
+            if length > 0, EVP_DecryptUpdate(ctx, out, &written, ciphertext, length) != 1 || written != length {
+                return false
+            }
             guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tagSize), &tag) == 1 else { return false }
             var final = [UInt8](repeating: 0, count: 16)
             return EVP_DecryptFinal_ex(ctx, &final, &written) == 1

@@ -47,7 +47,9 @@ package struct Argon2Parameters: Sendable, Equatable, Codable {
         guard UInt64(memoryKiB) >= 8 * UInt64(parallelism) else {
             throw CryptoError.invalidInput("Argon2 memory must be at least 8 KiB per lane")
         }
-        guard memoryKiB <= Self.maximumMemoryKiB else { throw CryptoError.invalidInput("Argon2 memory must be at most 4 GiB") }
+        guard memoryKiB <= Self.maximumMemoryKiB else {
+            throw CryptoError.invalidInput("Argon2 memory must be at most 4 GiB")
+        }
     }
 }
 
@@ -55,9 +57,12 @@ package struct Argon2Parameters: Sendable, Equatable, Codable {
 package enum Argon2id {
     /// Derives `length` bytes from `password` and `salt` (at least 8 bytes) into wiping storage.
     /// The password bytes are used as given, with no normalisation. Slow by design.
-    package static func deriveKey(password: SecretBytes, salt: [UInt8], parameters: Argon2Parameters,
-                                 length: Int = 32) throws -> SecretBytes {
-        try derive(password: password, salt: salt, secret: [], associatedData: [], parameters: parameters, length: length)
+    package static func deriveKey(
+        password: SecretBytes, salt: [UInt8], parameters: Argon2Parameters,
+        length: Int = 32
+    ) throws -> SecretBytes {
+        try derive(
+            password: password, salt: salt, secret: [], associatedData: [], parameters: parameters, length: length)
     }
 
     /// Full Argon2id with the optional secret and associated data inputs. Not public because the
@@ -66,11 +71,17 @@ package enum Argon2id {
     ///
     /// Uses `argon2_ctx` with an explicit version 0x13 rather than `argon2id_hash_raw`, which is the
     /// same computation but has no secret/ad arguments.
-    static func derive(password: SecretBytes, salt: [UInt8], secret: [UInt8], associatedData: [UInt8],
-                       parameters: Argon2Parameters, length: Int) throws -> SecretBytes {
+    static func derive(
+        password: SecretBytes, salt: [UInt8], secret: [UInt8], associatedData: [UInt8],
+        parameters: Argon2Parameters, length: Int
+    ) throws -> SecretBytes {
         try parameters.validate()
-        guard length >= 4, length <= Int(UInt32.max) else { throw CryptoError.invalidInput("Argon2 output length out of range") }
-        guard salt.count >= 8, salt.count <= Int(UInt32.max) else { throw CryptoError.invalidInput("Argon2 salt must be at least 8 bytes") }
+        guard length >= 4, length <= Int(UInt32.max) else {
+            throw CryptoError.invalidInput("Argon2 output length out of range")
+        }
+        guard salt.count >= 8, salt.count <= Int(UInt32.max) else {
+            throw CryptoError.invalidInput("Argon2 salt must be at least 8 bytes")
+        }
         guard password.count <= Int(UInt32.max) else { throw CryptoError.invalidInput("Argon2 password too long") }
 
         let output = SecretBytes(count: length)
@@ -88,7 +99,8 @@ package enum Argon2id {
                             context.outlen = UInt32(length)
                             // libargon2 only writes the password when ARGON2_FLAG_CLEAR_PASSWORD is
                             // set, which it is not; the mutable cast is for its C signature.
-                            context.pwd = UnsafeMutablePointer(mutating: pwd.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                            context.pwd = UnsafeMutablePointer(
+                                mutating: pwd.baseAddress!.assumingMemoryBound(to: UInt8.self))
                             context.pwdlen = UInt32(pwd.count)
                             context.salt = saltBuffer.baseAddress
                             context.saltlen = UInt32(saltBuffer.count)

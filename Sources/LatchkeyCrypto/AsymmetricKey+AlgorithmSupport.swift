@@ -23,26 +23,31 @@ extension AsymmetricKey {
 
     /// Whether this key supports `algorithm` (an Apple algorithm string) for `operation`.
     package func isSupported(_ operation: Operation, algorithm: String) -> Bool {
-        Self.isSupported(operation, algorithm: algorithm, keyAlgorithm: self.algorithm, isPrivate: isPrivate,
-                         sizeInBits: sizeInBits)
+        Self.isSupported(
+            operation, algorithm: algorithm, keyAlgorithm: self.algorithm, isPrivate: isPrivate,
+            sizeInBits: sizeInBits)
     }
 
     /// The same answer from a key's attributes alone (type, class, size), for code that does not
     /// hold the key itself (the library answers for keys that stay inside the agent).
-    package static func isSupported(_ operation: Operation, algorithm: String, keyAlgorithm: Algorithm,
-                                   isPrivate: Bool, sizeInBits: Int) -> Bool {
+    package static func isSupported(
+        _ operation: Operation, algorithm: String, keyAlgorithm: Algorithm,
+        isPrivate: Bool, sizeInBits: Int
+    ) -> Bool {
         let blockSize = (sizeInBits + 7) / 8
         switch operation {
         case .sign, .verify:
             guard let signature = SignatureAlgorithm(rawValue: algorithm), signature.keyAlgorithm == keyAlgorithm,
-                  isPrivate == (operation == .sign) else { return false }
+                isPrivate == (operation == .sign)
+            else { return false }
             if operation == .sign, signature.scheme == .rsaPSS, let digest = signature.digest {
                 return blockSize >= 2 * digest.size + 2
             }
             return true
         case .encrypt, .decrypt:
             guard let encryption = EncryptionAlgorithm(rawValue: algorithm), encryption.keyAlgorithm == keyAlgorithm,
-                  isPrivate == (operation == .decrypt) else { return false }
+                isPrivate == (operation == .decrypt)
+            else { return false }
             if let minimum = encryption.minimumRSABlockSize { return blockSize >= minimum }
             return true
         case .keyExchange:

@@ -59,9 +59,11 @@ extension AsymmetricKey {
             guard ciphertext.count >= blockSize + AESGCMCore.tagSize else {
                 throw CryptoError.invalidInput("RSA-WRAP input too short")
             }
-            let sessionKey = try rsaDecrypt(ciphertext.prefix(blockSize), padding: RSA_PKCS1_OAEP_PADDING, digest: algorithm.digest)
+            let sessionKey = try rsaDecrypt(
+                ciphertext.prefix(blockSize), padding: RSA_PKCS1_OAEP_PADDING, digest: algorithm.digest)
             guard sessionKey.count == wrapKeySize else { throw CryptoError.authenticationFailed }
-            return try AESGCMCore.open(ciphertext.dropFirst(blockSize), key: sessionKey, iv: Self.zeroIV, aad: publicKeyBytes)
+            return try AESGCMCore.open(
+                ciphertext.dropFirst(blockSize), key: sessionKey, iv: Self.zeroIV, aad: publicKeyBytes)
         }
     }
 
@@ -73,12 +75,16 @@ extension AsymmetricKey {
     /// AES key size for RSA-OAEP+AES-GCM: 16 bytes below 4096 bits, else 32.
     private var wrapKeySize: Int { sizeInBits >= 4096 ? 32 : 16 }
 
-    private func encrypt(_ algorithm: EncryptionAlgorithm, buffer: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+    private func encrypt(_ algorithm: EncryptionAlgorithm, buffer: UnsafeRawBufferPointer) throws(CryptoError)
+        -> [UInt8]
+    {
         switch algorithm.scheme {
         case .ecies(let cofactor, let variableIV):
             return try eciesEncrypt(buffer, digest: algorithm.digest!, cofactor: cofactor, variableIV: variableIV)
         case .rsaRaw:
-            guard buffer.count <= blockSize else { throw CryptoError.invalidInput("plaintext longer than the RSA modulus") }
+            guard buffer.count <= blockSize else {
+                throw CryptoError.invalidInput("plaintext longer than the RSA modulus")
+            }
             let padded = SecretBytes(count: blockSize)
             padded.withUnsafeMutableBytes { out in
                 for k in 0..<buffer.count { out[blockSize - buffer.count + k] = buffer[k] }
@@ -87,7 +93,9 @@ extension AsymmetricKey {
                 try rsaEncrypt(input, padding: RSA_NO_PADDING, digest: nil)
             }
         case .rsaPKCS1:
-            guard buffer.count <= blockSize - 11 else { throw CryptoError.invalidInput("plaintext too long for PKCS#1 v1.5 with this key") }
+            guard buffer.count <= blockSize - 11 else {
+                throw CryptoError.invalidInput("plaintext too long for PKCS#1 v1.5 with this key")
+            }
             return try rsaEncrypt(buffer, padding: RSA_PKCS1_PADDING, digest: nil)
         case .rsaOAEP:
             let digest = algorithm.digest!
@@ -104,24 +112,32 @@ extension AsymmetricKey {
         }
     }
 
-    private func rsaEncrypt(_ input: UnsafeRawBufferPointer, padding: Int32, digest: DigestAlgorithm?) throws(CryptoError) -> [UInt8] {
+    private func rsaEncrypt(_ input: UnsafeRawBufferPointer, padding: Int32, digest: DigestAlgorithm?)
+        throws(CryptoError) -> [UInt8]
+    {
         let ctx = try operationContext()
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_encrypt_init(ctx) == 1 else { throw opensslError("RSA encryption init") }
         try Self.configureRSAEncryption(ctx, padding: padding, digest: digest)
         var out = [UInt8](repeating: 0, count: blockSize)
         var length = out.count
-        let ok = EVP_PKEY_encrypt(ctx, &out, &length, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
+        let ok = EVP_PKEY_encrypt(
+            ctx, &out, &length, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
         guard ok == 1 else {
             ERR_clear_error()
-            throw CryptoError.invalidInput("the plaintext cannot be encrypted with this key (too long, or not below the modulus)")
+            throw CryptoError.invalidInput(
+                "the plaintext cannot be encrypted with this key (too long, or not below the modulus)")
         }
         // RSA ciphertext is always a full block; OpenSSL already pads it, this only guards the length.
         return [UInt8](repeating: 0, count: blockSize - length) + out.prefix(length)
     }
 
-    private func rsaDecrypt(_ ciphertext: ArraySlice<UInt8>, padding: Int32, digest: DigestAlgorithm?) throws(CryptoError) -> SecretBytes {
-        guard ciphertext.count <= blockSize else { throw CryptoError.invalidInput("ciphertext longer than the RSA modulus") }
+    private func rsaDecrypt(_ ciphertext: ArraySlice<UInt8>, padding: Int32, digest: DigestAlgorithm?)
+        throws(CryptoError) -> SecretBytes
+    {
+        guard ciphertext.count <= blockSize else {
+            throw CryptoError.invalidInput("ciphertext longer than the RSA modulus")
+        }
         // Apple reads the ciphertext as a big-endian number, so a shorter input is left-padded.
         let input = [UInt8](repeating: 0, count: blockSize - ciphertext.count) + ciphertext
         let ctx = try operationContext()
@@ -151,7 +167,9 @@ extension AsymmetricKey {
         return length == blockSize ? out : out.prefix(length)
     }
 
-    private static func configureRSAEncryption(_ ctx: OpaquePointer, padding: Int32, digest: DigestAlgorithm?) throws(CryptoError) {
+    private static func configureRSAEncryption(_ ctx: OpaquePointer, padding: Int32, digest: DigestAlgorithm?)
+        throws(CryptoError)
+    {
         guard EVP_PKEY_CTX_set_rsa_padding(ctx, padding) == 1 else { throw opensslError("setting RSA padding") }
         if padding == RSA_PKCS1_OAEP_PADDING, let digest {
             let md = try digest.md()

@@ -24,13 +24,16 @@ extension AsymmetricKey {
     /// `validate: false` skips OpenSSL's key check (the RSA primality and pairwise tests cost tens of
     /// milliseconds to seconds): only for bytes that were validated before and have been authenticated
     /// since, such as a keychain item's (AES-GCM sealed) key material. Structure is always checked.
-    package convenience init(externalRepresentation data: SecretBytes, algorithm: Algorithm, isPrivate: Bool,
-                            validate: Bool = true) throws(CryptoError) {
+    package convenience init(
+        externalRepresentation data: SecretBytes, algorithm: Algorithm, isPrivate: Bool,
+        validate: Bool = true
+    ) throws(CryptoError) {
         var made: OpaquePointer?
         var failure: CryptoError?
         data.withUnsafeBytes { buffer in
             do throws(CryptoError) {
-                made = try Self.makeKey(external: buffer, algorithm: algorithm, isPrivate: isPrivate, validate: validate)
+                made = try Self.makeKey(
+                    external: buffer, algorithm: algorithm, isPrivate: isPrivate, validate: validate)
             } catch {
                 failure = error
             }
@@ -38,15 +41,19 @@ extension AsymmetricKey {
         if let failure { throw failure }
         try self.init(adopting: made!)
         guard self.isPrivate == isPrivate else {
-            throw CryptoError.invalidInput(isPrivate ? "the data is a public key, not a private key" : "the data is a private key")
+            throw CryptoError.invalidInput(
+                isPrivate ? "the data is a public key, not a private key" : "the data is a private key")
         }
     }
 
     /// `init(externalRepresentation:algorithm:isPrivate:)` for data in an ordinary array (public keys).
-    package convenience init(externalRepresentation data: [UInt8], algorithm: Algorithm, isPrivate: Bool,
-                            validate: Bool = true) throws(CryptoError) {
-        try self.init(externalRepresentation: SecretBytes(copying: data), algorithm: algorithm, isPrivate: isPrivate,
-                      validate: validate)
+    package convenience init(
+        externalRepresentation data: [UInt8], algorithm: Algorithm, isPrivate: Bool,
+        validate: Bool = true
+    ) throws(CryptoError) {
+        try self.init(
+            externalRepresentation: SecretBytes(copying: data), algorithm: algorithm, isPrivate: isPrivate,
+            validate: validate)
     }
 
     /// Apple's `SecKeyCopyExternalRepresentation`: PKCS#1 DER for RSA, `04 ‖ X ‖ Y [‖ K]` for EC.
@@ -55,7 +62,8 @@ extension AsymmetricKey {
         guard isPrivate else { return SecretBytes(copying: publicKeyBytes) }
         switch algorithm {
         case .rsa:
-            return try KeyCodec.encode(pkey, selection: KeyCodec.keyPairSelection, outputType: "DER", structure: "type-specific")
+            return try KeyCodec.encode(
+                pkey, selection: KeyCodec.keyPairSelection, outputType: "DER", structure: "type-specific")
         case .ec:
             let scalar = try ecPrivateScalar()
             let out = SecretBytes(count: publicKeyBytes.count + scalar.count)
@@ -71,8 +79,10 @@ extension AsymmetricKey {
 
     // MARK: Import
 
-    private static func makeKey(external data: UnsafeRawBufferPointer, algorithm: Algorithm,
-                                isPrivate: Bool, validate: Bool) throws(CryptoError) -> OpaquePointer {
+    private static func makeKey(
+        external data: UnsafeRawBufferPointer, algorithm: Algorithm,
+        isPrivate: Bool, validate: Bool
+    ) throws(CryptoError) -> OpaquePointer {
         switch algorithm {
         case .rsa: return try makeRSA(pkcs1: data, isPrivate: isPrivate, validate: validate)
         case .ec: return try makeEC(x963: data, isPrivate: isPrivate, validate: validate)
@@ -82,18 +92,25 @@ extension AsymmetricKey {
     /// Decodes PKCS#1 DER, then insists that re-encoding gives the same bytes (so the input was one
     /// canonical structure of the right class, with nothing after it) and that OpenSSL's key check
     /// passes.
-    private static func makeRSA(pkcs1 data: UnsafeRawBufferPointer, isPrivate: Bool, validate: Bool) throws(CryptoError) -> OpaquePointer {
+    private static func makeRSA(pkcs1 data: UnsafeRawBufferPointer, isPrivate: Bool, validate: Bool) throws(CryptoError)
+        -> OpaquePointer
+    {
         let selection = isPrivate ? KeyCodec.keyPairSelection : KeyCodec.publicSelection
-        let pkey = try KeyCodec.decode(data, inputType: "DER", structure: "type-specific", keyType: "RSA",
-                                       selection: selection, password: nil)
+        let pkey = try KeyCodec.decode(
+            data, inputType: "DER", structure: "type-specific", keyType: "RSA",
+            selection: selection, password: nil)
         do throws(CryptoError) {
             guard EVP_PKEY_is_a(pkey, "RSA") == 1 else { throw CryptoError.invalidInput("the data is not an RSA key") }
             let bits = Int(EVP_PKEY_get_bits(pkey))
-            guard importableRSABits.contains(bits) else { throw CryptoError.unsupported("RSA keys of \(bits) bits are not supported") }
-            let reencoded = try KeyCodec.encode(pkey, selection: selection, outputType: "DER", structure: "type-specific")
+            guard importableRSABits.contains(bits) else {
+                throw CryptoError.unsupported("RSA keys of \(bits) bits are not supported")
+            }
+            let reencoded = try KeyCodec.encode(
+                pkey, selection: selection, outputType: "DER", structure: "type-specific")
             let same = reencoded.withUnsafeBytes { SecretBytes.constantTimeEquals($0, data) }
             guard same else {
-                throw CryptoError.invalidInput(isPrivate ? "the data is not one PKCS#1 RSAPrivateKey" : "the data is not one PKCS#1 RSAPublicKey")
+                throw CryptoError.invalidInput(
+                    isPrivate ? "the data is not one PKCS#1 RSAPrivateKey" : "the data is not one PKCS#1 RSAPublicKey")
             }
             if validate { try check(pkey, full: isPrivate) }
             return pkey
@@ -104,13 +121,18 @@ extension AsymmetricKey {
     }
 
     /// Builds an EC key from `04 ‖ X ‖ Y [‖ K]`, inferring the curve from the length.
-    private static func makeEC(x963 data: UnsafeRawBufferPointer, isPrivate: Bool, validate: Bool) throws(CryptoError) -> OpaquePointer {
+    private static func makeEC(x963 data: UnsafeRawBufferPointer, isPrivate: Bool, validate: Bool) throws(CryptoError)
+        -> OpaquePointer
+    {
         let parts = isPrivate ? 3 : 2
         guard data.count > 1, (data.count - 1) % parts == 0,
-              let curve = EllipticCurve.allCases.first(where: { $0.fieldSize == (data.count - 1) / parts }) else {
+            let curve = EllipticCurve.allCases.first(where: { $0.fieldSize == (data.count - 1) / parts })
+        else {
             throw CryptoError.invalidInput("EC key data has a length that fits no supported curve")
         }
-        guard data[0] == 0x04 else { throw CryptoError.invalidInput("EC public key is not an uncompressed X9.63 point") }
+        guard data[0] == 0x04 else {
+            throw CryptoError.invalidInput("EC public key is not an uncompressed X9.63 point")
+        }
         let pointLength = 1 + 2 * curve.fieldSize
         // OSSL_PARAM BIGNUMs are unsigned native-endian: reverse K into wiping storage on little-endian hosts.
         let scalar = SecretBytes(count: isPrivate ? curve.fieldSize : 0)
@@ -126,15 +148,23 @@ extension AsymmetricKey {
         let ok = scalar.withUnsafeMutableBytes { k -> Int32 in
             var params = [
                 OSSL_PARAM_construct_utf8_string(staticCString("group"), curve.groupName, 0),
-                OSSL_PARAM_construct_octet_string(staticCString("pub"), UnsafeMutableRawPointer(mutating: data.baseAddress!), pointLength),
+                OSSL_PARAM_construct_octet_string(
+                    staticCString("pub"), UnsafeMutableRawPointer(mutating: data.baseAddress!), pointLength),
             ]
-            if isPrivate { params.append(OSSL_PARAM_construct_BN(staticCString("priv"), k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)) }
+            if isPrivate {
+                params.append(
+                    OSSL_PARAM_construct_BN(
+                        staticCString("priv"), k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count))
+            }
             params.append(OSSL_PARAM_construct_end())
             guard EVP_PKEY_fromdata_init(ctx) == 1 else { return 0 }
-            return EVP_PKEY_fromdata(ctx, &made, isPrivate ? KeyCodec.keyPairSelection : KeyCodec.publicSelection, &params)
+            return EVP_PKEY_fromdata(
+                ctx, &made, isPrivate ? KeyCodec.keyPairSelection : KeyCodec.publicSelection, &params)
         }
         ERR_clear_error()
-        guard ok == 1, let made else { throw CryptoError.invalidInput("EC key data is not a valid point on \(curve.bits)-bit curve") }
+        guard ok == 1, let made else {
+            throw CryptoError.invalidInput("EC key data is not a valid point on \(curve.bits)-bit curve")
+        }
         do throws(CryptoError) {
             if validate { try check(made, full: isPrivate) }
         } catch {
@@ -152,8 +182,10 @@ extension AsymmetricKey {
         let ok = full ? EVP_PKEY_check(ctx) : EVP_PKEY_public_check(ctx)
         ERR_clear_error()
         guard ok == 1 else {
-            throw CryptoError.invalidInput(full ? "the private key is inconsistent (its parts do not belong together)"
-                                                : "the public key is not valid")
+            throw CryptoError.invalidInput(
+                full
+                    ? "the private key is inconsistent (its parts do not belong together)"
+                    : "the public key is not valid")
         }
     }
 }

@@ -28,12 +28,14 @@ extension AsymmetricKey {
         var failure: CryptoError?
         der.withUnsafeBytes { buffer in
             do throws(CryptoError) {
-                made = try KeyCodec.decode(buffer, inputType: "DER", structure: nil, keyType: nil,
-                                           selection: Int32(OSSL_KEYMGMT_SELECT_ALL), password: password)
+                made = try KeyCodec.decode(
+                    buffer, inputType: "DER", structure: nil, keyType: nil,
+                    selection: Int32(OSSL_KEYMGMT_SELECT_ALL), password: password)
             } catch {
                 // OpenSSL's "any structure" search does not try a PKCS#1 RSAPublicKey; ask for it by name.
-                made = try? KeyCodec.decode(buffer, inputType: "DER", structure: "type-specific", keyType: "RSA",
-                                            selection: KeyCodec.publicSelection, password: nil)
+                made = try? KeyCodec.decode(
+                    buffer, inputType: "DER", structure: "type-specific", keyType: "RSA",
+                    selection: KeyCodec.publicSelection, password: nil)
                 if made == nil { failure = isEncryptedPrivateKeyInfo(buffer) ? .wrongPassword : error }
             }
         }
@@ -49,8 +51,9 @@ extension AsymmetricKey {
         guard isLegacyEncrypted else { return try decode(der: block.der, password: password) }
         var made: OpaquePointer?
         block.text.withUnsafeBytes { buffer in
-            made = try? KeyCodec.decode(buffer, inputType: "PEM", structure: nil, keyType: nil,
-                                        selection: Int32(OSSL_KEYMGMT_SELECT_ALL), password: password, allowTrailingBytes: true)
+            made = try? KeyCodec.decode(
+                buffer, inputType: "PEM", structure: nil, keyType: nil,
+                selection: Int32(OSSL_KEYMGMT_SELECT_ALL), password: password, allowTrailingBytes: true)
         }
         guard let made else { throw CryptoError.wrongPassword }
         return made
@@ -60,8 +63,9 @@ extension AsymmetricKey {
     /// (PBES2: PBKDF2-HMAC-SHA256 and AES-256-CBC, OpenSSL 3's default).
     package func pkcs8DER(password: SecretBytes? = nil) throws(CryptoError) -> SecretBytes {
         guard isPrivate else { throw CryptoError.invalidInput("only a private key has a PKCS#8 form") }
-        return try KeyCodec.encode(pkey, selection: KeyCodec.keyPairSelection, outputType: "DER", structure: "PrivateKeyInfo",
-                                   cipher: password == nil ? nil : "AES-256-CBC", password: password)
+        return try KeyCodec.encode(
+            pkey, selection: KeyCodec.keyPairSelection, outputType: "DER", structure: "PrivateKeyInfo",
+            cipher: password == nil ? nil : "AES-256-CBC", password: password)
     }
 
     /// `pkcs8DER(password:)` as PEM (`PRIVATE KEY` or `ENCRYPTED PRIVATE KEY`), in wiping storage.
@@ -72,8 +76,10 @@ extension AsymmetricKey {
 
     /// The public key as `SubjectPublicKeyInfo` DER (what a certificate embeds).
     package func subjectPublicKeyInfoDER() throws(CryptoError) -> [UInt8] {
-        try KeyCodec.encode(pkey, selection: KeyCodec.publicSelection, outputType: "DER",
-                            structure: "SubjectPublicKeyInfo").unsafeCopyToArray()
+        try KeyCodec.encode(
+            pkey, selection: KeyCodec.publicSelection, outputType: "DER",
+            structure: "SubjectPublicKeyInfo"
+        ).unsafeCopyToArray()
     }
 
     /// `subjectPublicKeyInfoDER()` as a `PUBLIC KEY` PEM block.
@@ -101,8 +107,9 @@ extension AsymmetricKey {
             return (tag, start, start + length)
         }
         guard let outer = element(at: 0, end: der.count), outer.0 == DER.sequence, outer.2 == der.count,
-              let first = element(at: outer.1, end: outer.2), first.0 == DER.sequence,
-              let second = element(at: first.2, end: outer.2), second.0 == DER.octetString else { return false }
+            let first = element(at: outer.1, end: outer.2), first.0 == DER.sequence,
+            let second = element(at: first.2, end: outer.2), second.0 == DER.octetString
+        else { return false }
         return second.2 == outer.2
     }
 }

@@ -56,8 +56,10 @@ extension AsymmetricKey {
     /// ECDH between this private key and `peer`'s public half (on the same curve), optionally
     /// through the X9.63 KDF. `requestedSize` (bytes, 1...`maximumKeyExchangeOutput`) is required
     /// for the KDF variants and ignored otherwise, as is `sharedInfo`.
-    package func keyExchange(_ algorithm: KeyExchangeAlgorithm, with peer: AsymmetricKey, requestedSize: Int? = nil,
-                            sharedInfo: [UInt8] = []) throws(CryptoError) -> SecretBytes {
+    package func keyExchange(
+        _ algorithm: KeyExchangeAlgorithm, with peer: AsymmetricKey, requestedSize: Int? = nil,
+        sharedInfo: [UInt8] = []
+    ) throws(CryptoError) -> SecretBytes {
         guard isSupported(.keyExchange, algorithm: algorithm.rawValue) else {
             throw CryptoError.unsupported("\(algorithm.rawValue) needs an EC private key")
         }
@@ -66,7 +68,9 @@ extension AsymmetricKey {
         }
         let secret = try ecdh(peer: peer.pkey, cofactor: algorithm.usesCofactor)
         guard let digest = algorithm.kdfDigest else { return secret }
-        guard let requestedSize else { throw CryptoError.invalidInput("kSecKeyKeyExchangeParameterRequestedSize is missing") }
+        guard let requestedSize else {
+            throw CryptoError.invalidInput("kSecKeyKeyExchangeParameterRequestedSize is missing")
+        }
         guard requestedSize >= 1, requestedSize <= Self.maximumKeyExchangeOutput else {
             throw CryptoError.invalidInput("requested key exchange size out of range")
         }
@@ -97,7 +101,9 @@ extension AsymmetricKey {
 
     /// ANSI X9.63 KDF (SEC 1 §3.6.1): `Hash(Z ‖ counter ‖ sharedInfo)` for counter 1, 2, …,
     /// truncated to `count` bytes; OpenSSL's "X963KDF".
-    static func x963KDF(_ digest: DigestAlgorithm, secret: SecretBytes, sharedInfo: [UInt8], count: Int) throws(CryptoError) -> SecretBytes {
+    static func x963KDF(_ digest: DigestAlgorithm, secret: SecretBytes, sharedInfo: [UInt8], count: Int)
+        throws(CryptoError) -> SecretBytes
+    {
         let kdf = try fetched(AsymmetricAlgorithms.shared.x963kdf, "X963KDF")
         guard let ctx = EVP_KDF_CTX_new(kdf) else { throw opensslError("EVP_KDF_CTX_new") }
         defer { EVP_KDF_CTX_free(ctx) }
@@ -108,10 +114,13 @@ extension AsymmetricKey {
                 output.withUnsafeMutableBytes { out -> Int32 in
                     var params = [
                         OSSL_PARAM_construct_utf8_string(staticCString("digest"), digest.parameterName, 0),
-                        OSSL_PARAM_construct_octet_string(staticCString("key"), UnsafeMutableRawPointer(mutating: key.baseAddress!), key.count),
+                        OSSL_PARAM_construct_octet_string(
+                            staticCString("key"), UnsafeMutableRawPointer(mutating: key.baseAddress!), key.count),
                     ]
                     if infoBuffer.count > 0 {
-                        params.append(OSSL_PARAM_construct_octet_string(staticCString("info"), infoBuffer.baseAddress, infoBuffer.count))
+                        params.append(
+                            OSSL_PARAM_construct_octet_string(
+                                staticCString("info"), infoBuffer.baseAddress, infoBuffer.count))
                     }
                     params.append(OSSL_PARAM_construct_end())
                     return EVP_KDF_derive(ctx, out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count, &params)

@@ -44,7 +44,9 @@ extension AsymmetricKey {
     /// Verifies `signature` over `input` with this public key: true if it is valid, false for any bad
     /// or malformed signature. Throws only for misuse (`.unsupported` algorithm for the key,
     /// `.invalidInput` digest of the wrong length).
-    package func verify(_ algorithm: SignatureAlgorithm, _ input: [UInt8], signature: [UInt8]) throws(CryptoError) -> Bool {
+    package func verify(_ algorithm: SignatureAlgorithm, _ input: [UInt8], signature: [UInt8]) throws(CryptoError)
+        -> Bool
+    {
         guard isSupported(.verify, algorithm: algorithm.rawValue) else {
             throw CryptoError.unsupported("\(algorithm.rawValue) cannot verify with this key")
         }
@@ -58,7 +60,8 @@ extension AsymmetricKey {
         case .rsaPKCS1v15, .rsaPSS:
             let pss = algorithm.scheme == .rsaPSS
             return try pkeyVerify(digest, signature: signature) { ctx throws(CryptoError) in
-                try Self.configureRSA(ctx, padding: pss ? RSA_PKCS1_PSS_PADDING : RSA_PKCS1_PADDING, digest: algorithm.digest, pss: pss)
+                try Self.configureRSA(
+                    ctx, padding: pss ? RSA_PKCS1_PSS_PADDING : RSA_PKCS1_PADDING, digest: algorithm.digest, pss: pss)
             }
         case .rsaRaw:
             guard let recovered = try rsaPublicRaw(signature) else { return false }
@@ -82,14 +85,19 @@ extension AsymmetricKey {
     /// Sets RSA padding, and for digest algorithms the signature hash (and for PSS the MGF1 hash and
     /// a salt as long as the digest). Returns true so it can serve as a `configure` closure.
     @discardableResult
-    static func configureRSA(_ ctx: OpaquePointer, padding: Int32, digest: DigestAlgorithm?, pss: Bool) throws(CryptoError) -> Bool {
+    static func configureRSA(_ ctx: OpaquePointer, padding: Int32, digest: DigestAlgorithm?, pss: Bool)
+        throws(CryptoError) -> Bool
+    {
         guard EVP_PKEY_CTX_set_rsa_padding(ctx, padding) == 1 else { throw opensslError("setting RSA padding") }
         if let digest {
             let md = try digest.md()
-            guard EVP_PKEY_CTX_set_signature_md(ctx, md) == 1 else { throw opensslError("setting the signature digest") }
+            guard EVP_PKEY_CTX_set_signature_md(ctx, md) == 1 else {
+                throw opensslError("setting the signature digest")
+            }
             if pss {
                 guard EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, md) == 1,
-                      EVP_PKEY_CTX_set_rsa_pss_saltlen(ctx, RSA_PSS_SALTLEN_DIGEST) == 1 else {
+                    EVP_PKEY_CTX_set_rsa_pss_saltlen(ctx, RSA_PSS_SALTLEN_DIGEST) == 1
+                else {
                     throw opensslError("setting RSA-PSS parameters")
                 }
             }
@@ -103,7 +111,9 @@ extension AsymmetricKey {
         return ctx
     }
 
-    private func pkeySign(_ tbs: [UInt8], configure: (OpaquePointer) throws(CryptoError) -> Bool) throws(CryptoError) -> [UInt8] {
+    private func pkeySign(_ tbs: [UInt8], configure: (OpaquePointer) throws(CryptoError) -> Bool) throws(CryptoError)
+        -> [UInt8]
+    {
         let ctx = try operationContext()
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_sign_init(ctx) == 1 else { throw opensslError("signature init") }
@@ -119,8 +129,10 @@ extension AsymmetricKey {
         return signature
     }
 
-    private func pkeyVerify(_ tbs: [UInt8], signature: [UInt8],
-                            configure: (OpaquePointer) throws(CryptoError) -> Bool) throws(CryptoError) -> Bool {
+    private func pkeyVerify(
+        _ tbs: [UInt8], signature: [UInt8],
+        configure: (OpaquePointer) throws(CryptoError) -> Bool
+    ) throws(CryptoError) -> Bool {
         let ctx = try operationContext()
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_verify_init(ctx) == 1 else { throw opensslError("verification init") }

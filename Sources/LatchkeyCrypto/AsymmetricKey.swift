@@ -78,11 +78,14 @@ package final class AsymmetricKey: @unchecked Sendable {
         guard generatableRSABits.contains(bits), bits % 8 == 0 else {
             throw CryptoError.invalidInput("RSA key size must be a multiple of 8 from 1024 to 4096 bits")
         }
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else { throw opensslError("RSA key generation context") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
+            throw opensslError("RSA key generation context")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         var generated: OpaquePointer?
         guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(bits)) == 1,
-              EVP_PKEY_generate(ctx, &generated) == 1, let generated else {
+            EVP_PKEY_generate(ctx, &generated) == 1, let generated
+        else {
             throw opensslError("RSA key generation")
         }
         return try AsymmetricKey(adopting: generated)
@@ -94,11 +97,15 @@ package final class AsymmetricKey: @unchecked Sendable {
         guard let curve = EllipticCurve(bits: bits) else {
             throw CryptoError.invalidInput("EC key size must be 256, 384 or 521 bits")
         }
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw opensslError("EC key generation context") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            throw opensslError("EC key generation context")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         var generated: OpaquePointer?
         guard EVP_PKEY_keygen_init(ctx) == 1 else { throw opensslError("EC key generation") }
-        var params = [OSSL_PARAM_construct_utf8_string(staticCString("group"), curve.groupName, 0), OSSL_PARAM_construct_end()]
+        var params = [
+            OSSL_PARAM_construct_utf8_string(staticCString("group"), curve.groupName, 0), OSSL_PARAM_construct_end(),
+        ]
         guard EVP_PKEY_CTX_set_params(ctx, &params) == 1, EVP_PKEY_generate(ctx, &generated) == 1, let generated else {
             throw opensslError("EC key generation")
         }
@@ -131,8 +138,10 @@ package final class AsymmetricKey: @unchecked Sendable {
                 throw CryptoError.unsupported("RSA keys of \(bits) bits are not supported")
             }
             let isPrivate = hasParameter(pkey, staticCString("d"))
-            let publicBytes = try KeyCodec.encode(pkey, selection: KeyCodec.publicSelection, outputType: "DER",
-                                                  structure: "type-specific").unsafeCopyToArray()
+            let publicBytes = try KeyCodec.encode(
+                pkey, selection: KeyCodec.publicSelection, outputType: "DER",
+                structure: "type-specific"
+            ).unsafeCopyToArray()
             return Facts(algorithm: .rsa, bits: bits, isPrivate: isPrivate, curve: nil, publicBytes: publicBytes)
         }
         if EVP_PKEY_is_a(pkey, "EC") == 1 {
@@ -149,7 +158,8 @@ package final class AsymmetricKey: @unchecked Sendable {
             let isPrivate = hasParameter(pkey, staticCString("priv"))
             let x = try bigEndianParameter(pkey, staticCString("qx"), size: curve.fieldSize)
             let y = try bigEndianParameter(pkey, staticCString("qy"), size: curve.fieldSize)
-            return Facts(algorithm: .ec, bits: curve.bits, isPrivate: isPrivate, curve: curve, publicBytes: [0x04] + x + y)
+            return Facts(
+                algorithm: .ec, bits: curve.bits, isPrivate: isPrivate, curve: curve, publicBytes: [0x04] + x + y)
         }
         throw CryptoError.unsupported("only RSA and EC keys are supported")
     }
@@ -164,13 +174,19 @@ package final class AsymmetricKey: @unchecked Sendable {
     }
 
     /// A public BIGNUM parameter as big-endian bytes left-padded to `size`.
-    private static func bigEndianParameter(_ pkey: OpaquePointer, _ name: UnsafeMutablePointer<CChar>,
-                                           size: Int) throws(CryptoError) -> [UInt8] {
+    private static func bigEndianParameter(
+        _ pkey: OpaquePointer, _ name: UnsafeMutablePointer<CChar>,
+        size: Int
+    ) throws(CryptoError) -> [UInt8] {
         var bn: OpaquePointer?
-        guard EVP_PKEY_get_bn_param(pkey, name, &bn) == 1, let bn else { throw opensslError("reading an EC public key") }
+        guard EVP_PKEY_get_bn_param(pkey, name, &bn) == 1, let bn else {
+            throw opensslError("reading an EC public key")
+        }
         defer { BN_free(bn) }
         var out = [UInt8](repeating: 0, count: size)
-        guard BN_bn2binpad(bn, &out, Int32(size)) == Int32(size) else { throw opensslError("encoding an EC coordinate") }
+        guard BN_bn2binpad(bn, &out, Int32(size)) == Int32(size) else {
+            throw opensslError("encoding an EC coordinate")
+        }
         return out
     }
 
@@ -178,7 +194,9 @@ package final class AsymmetricKey: @unchecked Sendable {
     func ecPrivateScalar() throws(CryptoError) -> SecretBytes {
         guard let curve, isPrivate else { throw CryptoError.invalidInput("not an EC private key") }
         var bn: OpaquePointer?
-        guard EVP_PKEY_get_bn_param(pkey, "priv", &bn) == 1, let bn else { throw opensslError("reading an EC private key") }
+        guard EVP_PKEY_get_bn_param(pkey, "priv", &bn) == 1, let bn else {
+            throw opensslError("reading an EC private key")
+        }
         defer { BN_clear_free(bn) }
         let out = SecretBytes(count: curve.fieldSize)
         let written = out.withUnsafeMutableBytes { buffer in

@@ -28,7 +28,9 @@ enum Base64 {
             if c == UInt8(ascii: "=") {
                 padding += 1
             } else {
-                guard padding == 0, value(c) != nil else { throw CryptoError.invalidInput("invalid base64 in PEM data") }
+                guard padding == 0, value(c) != nil else {
+                    throw CryptoError.invalidInput("invalid base64 in PEM data")
+                }
                 symbols += 1
             }
         }

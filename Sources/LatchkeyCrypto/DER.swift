@@ -93,7 +93,8 @@ enum DER {
             }
             guard rest.endIndex - index >= length else { throw CryptoError.invalidInput("truncated DER") }
             let end = index + length
-            let element = Element(tag: first, encoded: rest[rest.startIndex..<end], content: rest[index..<end], depth: depth)
+            let element = Element(
+                tag: first, encoded: rest[rest.startIndex..<end], content: rest[index..<end], depth: depth)
             rest = rest[end...]
             return element
         }
@@ -159,7 +160,8 @@ enum DER {
 
     /// The magnitude of a non-negative INTEGER's content, without sign padding. Throws for a negative
     /// or empty integer or a non-minimal encoding.
-    static func unsignedMagnitude(_ content: ArraySlice<UInt8>, _ what: String) throws(CryptoError) -> ArraySlice<UInt8> {
+    static func unsignedMagnitude(_ content: ArraySlice<UInt8>, _ what: String) throws(CryptoError) -> ArraySlice<UInt8>
+    {
         guard let first = content.first else { throw CryptoError.invalidInput("\(what) is an empty INTEGER") }
         guard first & 0x80 == 0 else { throw CryptoError.invalidInput("\(what) is negative") }
         if content.count > 1, first == 0, content[content.startIndex + 1] & 0x80 == 0 {

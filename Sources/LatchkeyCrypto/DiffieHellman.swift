@@ -1,8 +1,9 @@
 internal import COpenSSL
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeySecrets
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Finite-field Diffie-Hellman in RFC 2409's second Oakley group (1024-bit MODP prime, generator 2),
 /// through OpenSSL's `EVP_PKEY` "DH" key type: what the Secret Service session algorithm
@@ -34,7 +35,9 @@ package final class OakleyGroup2KeyPair: @unchecked Sendable {
     package init() throws {
         let parameters = try Self.makeKey(selection: Self.parametersSelection, publicKey: nil)
         defer { EVP_PKEY_free(parameters) }
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, parameters, nil) else { throw opensslError("DH keygen context") }
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, parameters, nil) else {
+            throw opensslError("DH keygen context")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         var generated: OpaquePointer?
         guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_generate(ctx, &generated) == 1, let generated else {
@@ -49,7 +52,9 @@ package final class OakleyGroup2KeyPair: @unchecked Sendable {
     package func publicKey() throws -> [UInt8] {
         var native = [UInt8](repeating: 0, count: Self.size)
         let ok = native.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var params = [OSSL_PARAM_construct_BN(Names.pub, buffer.baseAddress, buffer.count), OSSL_PARAM_construct_end()]
+            var params = [
+                OSSL_PARAM_construct_BN(Names.pub, buffer.baseAddress, buffer.count), OSSL_PARAM_construct_end(),
+            ]
             return EVP_PKEY_get_params(key, &params)
         }
         guard ok == 1 else { throw opensslError("reading the DH public key") }
@@ -68,7 +73,8 @@ package final class OakleyGroup2KeyPair: @unchecked Sendable {
         defer { EVP_PKEY_CTX_free(ctx) }
         var length = 0
         guard EVP_PKEY_derive_init(ctx) == 1, EVP_PKEY_derive_set_peer(ctx, peerKey) == 1,
-              EVP_PKEY_derive(ctx, nil, &length) == 1, length > 0, length <= Self.size else {
+            EVP_PKEY_derive(ctx, nil, &length) == 1, length > 0, length <= Self.size
+        else {
             throw opensslError("DH derive")
         }
         let raw = SecretBytes(count: length)
@@ -101,7 +107,8 @@ package final class OakleyGroup2KeyPair: @unchecked Sendable {
 
     // MARK: OpenSSL plumbing
 
-    private static let parametersSelection = Int32(OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS)
+    private static let parametersSelection = Int32(
+        OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS)
     private static let publicKeySelection = parametersSelection | Int32(OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
 
     /// `OSSL_PARAM` keeps the name pointers it is given, so they must outlive every use: allocated
@@ -124,8 +131,10 @@ package final class OakleyGroup2KeyPair: @unchecked Sendable {
         let ok = p.withUnsafeMutableBufferPointer { pBuffer in
             g.withUnsafeMutableBufferPointer { gBuffer in
                 y.withUnsafeMutableBufferPointer { yBuffer -> Int32 in
-                    var params = [OSSL_PARAM_construct_BN(Names.p, pBuffer.baseAddress, pBuffer.count),
-                                  OSSL_PARAM_construct_BN(Names.g, gBuffer.baseAddress, gBuffer.count)]
+                    var params = [
+                        OSSL_PARAM_construct_BN(Names.p, pBuffer.baseAddress, pBuffer.count),
+                        OSSL_PARAM_construct_BN(Names.g, gBuffer.baseAddress, gBuffer.count),
+                    ]
                     if publicKey != nil {
                         params.append(OSSL_PARAM_construct_BN(Names.pub, yBuffer.baseAddress, yBuffer.count))
                     }

@@ -28,19 +28,28 @@ extension AsymmetricKey {
     /// AES key bytes for ECIES on this key's curve.
     private var eciesKeySize: Int { blockSize * 8 > 256 ? 32 : 16 }
 
-    func eciesEncrypt(_ plaintext: UnsafeRawBufferPointer, digest: DigestAlgorithm, cofactor: Bool,
-                      variableIV: Bool) throws(CryptoError) -> [UInt8] {
+    func eciesEncrypt(
+        _ plaintext: UnsafeRawBufferPointer, digest: DigestAlgorithm, cofactor: Bool,
+        variableIV: Bool
+    ) throws(CryptoError) -> [UInt8] {
         let ephemeral = try AsymmetricKey.generateEC(bits: sizeInBits)
         let secret = try ephemeral.ecdh(peer: pkey, cofactor: cofactor)
-        let (key, iv) = try eciesKeyAndIV(secret: secret, ephemeralPublic: ephemeral.publicKeyBytes, digest: digest,
-                                          variableIV: variableIV)
+        let (key, iv) = try eciesKeyAndIV(
+            secret: secret, ephemeralPublic: ephemeral.publicKeyBytes, digest: digest,
+            variableIV: variableIV)
         return ephemeral.publicKeyBytes + (try AESGCMCore.seal(plaintext, key: key, iv: iv, aad: []))
     }
 
-    func eciesDecrypt(_ data: [UInt8], digest: DigestAlgorithm, cofactor: Bool, variableIV: Bool) throws(CryptoError) -> SecretBytes {
+    func eciesDecrypt(_ data: [UInt8], digest: DigestAlgorithm, cofactor: Bool, variableIV: Bool) throws(CryptoError)
+        -> SecretBytes
+    {
         let pointLength = 2 * blockSize + 1
-        guard data.count >= pointLength else { throw CryptoError.invalidInput("too small input packet for ECIES decrypt") }
-        guard data.count - pointLength >= AESGCMCore.tagSize else { throw CryptoError.invalidInput("ECIES: input data too short") }
+        guard data.count >= pointLength else {
+            throw CryptoError.invalidInput("too small input packet for ECIES decrypt")
+        }
+        guard data.count - pointLength >= AESGCMCore.tagSize else {
+            throw CryptoError.invalidInput("ECIES: input data too short")
+        }
         let ephemeralPublic = Array(data.prefix(pointLength))
         let ephemeral: AsymmetricKey
         do throws(CryptoError) {
@@ -49,18 +58,23 @@ extension AsymmetricKey {
             throw CryptoError.invalidInput("ECIES: the ephemeral public key is not a point on the curve")
         }
         let secret = try ecdh(peer: ephemeral.pkey, cofactor: cofactor)
-        let (key, iv) = try eciesKeyAndIV(secret: secret, ephemeralPublic: ephemeralPublic, digest: digest, variableIV: variableIV)
+        let (key, iv) = try eciesKeyAndIV(
+            secret: secret, ephemeralPublic: ephemeralPublic, digest: digest, variableIV: variableIV)
         return try AESGCMCore.open(data.dropFirst(pointLength), key: key, iv: iv, aad: [])
     }
 
     /// Step 3–5: the AES key (wiping storage) and the IV.
-    private func eciesKeyAndIV(secret: SecretBytes, ephemeralPublic: [UInt8], digest: DigestAlgorithm,
-                               variableIV: Bool) throws(CryptoError) -> (SecretBytes, [UInt8]) {
+    private func eciesKeyAndIV(
+        secret: SecretBytes, ephemeralPublic: [UInt8], digest: DigestAlgorithm,
+        variableIV: Bool
+    ) throws(CryptoError) -> (SecretBytes, [UInt8]) {
         let keySize = eciesKeySize
-        let derived = try Self.x963KDF(digest, secret: secret, sharedInfo: ephemeralPublic,
-                                       count: keySize + (variableIV ? Self.eciesIVSize : 0))
+        let derived = try Self.x963KDF(
+            digest, secret: secret, sharedInfo: ephemeralPublic,
+            count: keySize + (variableIV ? Self.eciesIVSize : 0))
         let key = derived.prefix(keySize)
-        let iv = variableIV
+        let iv =
+            variableIV
             ? derived.withUnsafeBytes { Array($0[keySize..<(keySize + Self.eciesIVSize)]) }
             : [UInt8](repeating: 0, count: Self.eciesIVSize)
         return (key, iv)

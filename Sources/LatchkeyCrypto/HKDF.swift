@@ -20,23 +20,29 @@ package enum HKDF {
                     output.withUnsafeMutableBytes { outBuffer -> Int32 in
                         var params: [OSSL_PARAM] = [
                             OSSL_PARAM_construct_utf8_string(staticCString("digest"), staticCString("SHA256"), 0),
-                            OSSL_PARAM_construct_octet_string(staticCString("key"),
-                                                              UnsafeMutableRawPointer(mutating: ikmBuffer.baseAddress),
-                                                              ikmBuffer.count),
+                            OSSL_PARAM_construct_octet_string(
+                                staticCString("key"),
+                                UnsafeMutableRawPointer(mutating: ikmBuffer.baseAddress),
+                                ikmBuffer.count),
                         ]
                         // Empty salt/info are left out rather than passed as zero-length buffers:
                         // OpenSSL then applies RFC 5869's defaults, and no NULL pointer is handed over.
                         if saltBuffer.count > 0 {
-                            params.append(OSSL_PARAM_construct_octet_string(staticCString("salt"),
-                                                                            saltBuffer.baseAddress, saltBuffer.count))
+                            params.append(
+                                OSSL_PARAM_construct_octet_string(
+                                    staticCString("salt"),
+                                    saltBuffer.baseAddress, saltBuffer.count))
                         }
                         if infoBuffer.count > 0 {
-                            params.append(OSSL_PARAM_construct_octet_string(staticCString("info"),
-                                                                            infoBuffer.baseAddress, infoBuffer.count))
+                            params.append(
+                                OSSL_PARAM_construct_octet_string(
+                                    staticCString("info"),
+                                    infoBuffer.baseAddress, infoBuffer.count))
                         }
                         params.append(OSSL_PARAM_construct_end())
-                        return EVP_KDF_derive(ctx, outBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                              outBuffer.count, &params)
+                        return EVP_KDF_derive(
+                            ctx, outBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                            outBuffer.count, &params)
                     }
                 }
             }

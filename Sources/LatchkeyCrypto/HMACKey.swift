@@ -55,7 +55,9 @@ package final class HMACKey: @unchecked Sendable {
         }
         var out = [UInt8](repeating: 0, count: 32)
         var written = 0
-        guard EVP_MAC_final(ctx, &out, &written, out.count) == 1, written == 32 else { throw opensslError("HMAC final") }
+        guard EVP_MAC_final(ctx, &out, &written, out.count) == 1, written == 32 else {
+            throw opensslError("HMAC final")
+        }
         return out
     }
 }

@@ -7,26 +7,33 @@ import LatchkeySecrets
 /// the pointers they are given, so a temporary C string bridged from a Swift `String` would dangle.
 enum KeyCodec {
     /// Selections (OpenSSL's `EVP_PKEY_KEYPAIR` and `EVP_PKEY_PUBLIC_KEY` are macros Swift cannot import).
-    static let publicSelection = Int32(OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS
-                                       | OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
+    static let publicSelection = Int32(
+        OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS
+            | OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
     static let keyPairSelection = publicSelection | Int32(OSSL_KEYMGMT_SELECT_PRIVATE_KEY)
 
     /// Decodes one key from `input` (and nothing more unless `allowTrailingBytes`). `nil` names mean "any".
     /// Always sets a passphrase (empty when none is given) so OpenSSL can never fall back to prompting
     /// on the terminal. Returns an owned `EVP_PKEY`; throws `.invalidInput` when nothing decodes.
-    static func decode(_ input: UnsafeRawBufferPointer, inputType: StaticString?, structure: StaticString?,
-                       keyType: StaticString?, selection: Int32, password: SecretBytes?,
-                       allowTrailingBytes: Bool = false) throws(CryptoError) -> OpaquePointer {
+    static func decode(
+        _ input: UnsafeRawBufferPointer, inputType: StaticString?, structure: StaticString?,
+        keyType: StaticString?, selection: Int32, password: SecretBytes?,
+        allowTrailingBytes: Bool = false
+    ) throws(CryptoError) -> OpaquePointer {
         var pkey: OpaquePointer?
-        guard let ctx = OSSL_DECODER_CTX_new_for_pkey(&pkey, inputType.map(staticCString), structure.map(staticCString),
-                                                      keyType.map(staticCString), selection, nil, nil) else {
+        guard
+            let ctx = OSSL_DECODER_CTX_new_for_pkey(
+                &pkey, inputType.map(staticCString), structure.map(staticCString),
+                keyType.map(staticCString), selection, nil, nil)
+        else {
             throw opensslError("creating a key decoder")
         }
         defer { OSSL_DECODER_CTX_free(ctx) }
         let passphraseSet: Int32
         if let password {
             passphraseSet = password.withUnsafeBytes { buffer in
-                OSSL_DECODER_CTX_set_passphrase(ctx, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count)
+                OSSL_DECODER_CTX_set_passphrase(
+                    ctx, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count)
             }
         } else {
             var empty: UInt8 = 0
@@ -38,7 +45,9 @@ enum KeyCodec {
         var remaining = input.count
         let decoded = OSSL_DECODER_from_data(ctx, &cursor, &remaining)
         ERR_clear_error()
-        guard decoded == 1, let pkey else { throw CryptoError.invalidInput("the data is not a key in a supported format") }
+        guard decoded == 1, let pkey else {
+            throw CryptoError.invalidInput("the data is not a key in a supported format")
+        }
         guard remaining == 0 || allowTrailingBytes else {
             EVP_PKEY_free(pkey)
             throw CryptoError.invalidInput("unexpected bytes after the key")
@@ -49,17 +58,27 @@ enum KeyCodec {
     /// Encodes `pkey` (`outputType` "DER" or "PEM", `structure` such as "PrivateKeyInfo",
     /// "SubjectPublicKeyInfo" or "type-specific") into wiping storage. With a cipher name and a
     /// password the private key is encrypted (PKCS#8 PBES2 for "PrivateKeyInfo").
-    static func encode(_ pkey: OpaquePointer, selection: Int32, outputType: StaticString, structure: StaticString,
-                       cipher: StaticString? = nil, password: SecretBytes? = nil) throws(CryptoError) -> SecretBytes {
-        guard let ctx = OSSL_ENCODER_CTX_new_for_pkey(pkey, selection, staticCString(outputType), staticCString(structure), nil) else {
+    static func encode(
+        _ pkey: OpaquePointer, selection: Int32, outputType: StaticString, structure: StaticString,
+        cipher: StaticString? = nil, password: SecretBytes? = nil
+    ) throws(CryptoError) -> SecretBytes {
+        guard
+            let ctx = OSSL_ENCODER_CTX_new_for_pkey(
+                pkey, selection, staticCString(outputType), staticCString(structure), nil)
+        else {
             throw opensslError("creating a key encoder")
         }
         defer { OSSL_ENCODER_CTX_free(ctx) }
-        guard OSSL_ENCODER_CTX_get_num_encoders(ctx) > 0 else { throw CryptoError.unsupported("no encoder for this key and format") }
+        guard OSSL_ENCODER_CTX_get_num_encoders(ctx) > 0 else {
+            throw CryptoError.unsupported("no encoder for this key and format")
+        }
         if let cipher, let password {
-            guard OSSL_ENCODER_CTX_set_cipher(ctx, staticCString(cipher), nil) == 1 else { throw opensslError("setting the key cipher") }
+            guard OSSL_ENCODER_CTX_set_cipher(ctx, staticCString(cipher), nil) == 1 else {
+                throw opensslError("setting the key cipher")
+            }
             let set = password.withUnsafeBytes { buffer in
-                OSSL_ENCODER_CTX_set_passphrase(ctx, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count)
+                OSSL_ENCODER_CTX_set_passphrase(
+                    ctx, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count)
             }
             guard set == 1 else { throw opensslError("setting the key passphrase") }
         }

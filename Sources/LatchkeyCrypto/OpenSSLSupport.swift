@@ -60,8 +60,10 @@ func staticCString(_ string: StaticString) -> UnsafeMutablePointer<CChar> {
 
 /// `OSSL_PARAM` array selecting SHA-256, shared by HKDF and HMAC.
 func sha256DigestParams() -> [OSSL_PARAM] {
-    [OSSL_PARAM_construct_utf8_string(staticCString("digest"), staticCString("SHA256"), 0),
-     OSSL_PARAM_construct_end()]
+    [
+        OSSL_PARAM_construct_utf8_string(staticCString("digest"), staticCString("SHA256"), 0),
+        OSSL_PARAM_construct_end(),
+    ]
 }
 
 /// Checks that a byte count fits the `int` length arguments of the EVP update calls.

@@ -103,7 +103,9 @@ package enum PEM {
     /// The label of a `-----BEGIN x-----` or `-----END x-----` line, or nil.
     private static func label(_ buffer: UnsafeRawBufferPointer, _ line: Range<Int>, prefix: [UInt8]) -> String? {
         var trimmed = line
-        while trimmed.upperBound > trimmed.lowerBound, buffer[trimmed.upperBound - 1] == 0x20 || buffer[trimmed.upperBound - 1] == 0x09 {
+        while trimmed.upperBound > trimmed.lowerBound,
+            buffer[trimmed.upperBound - 1] == 0x20 || buffer[trimmed.upperBound - 1] == 0x09
+        {
             trimmed = trimmed.lowerBound..<(trimmed.upperBound - 1)
         }
         guard trimmed.count >= prefix.count + dashes.count else { return nil }
@@ -138,9 +140,11 @@ package enum PEM {
                     guard let separator = line.first(where: { buffer[$0] == UInt8(ascii: ":") }) else {
                         throw CryptoError.invalidInput("malformed PEM header in a \(blockLabel) block")
                     }
-                    let name = String(decoding: UnsafeRawBufferPointer(rebasing: buffer[line.lowerBound..<separator]), as: UTF8.self)
-                    let value = String(decoding: UnsafeRawBufferPointer(rebasing: buffer[(separator + 1)..<line.upperBound]),
-                                       as: UTF8.self)
+                    let name = String(
+                        decoding: UnsafeRawBufferPointer(rebasing: buffer[line.lowerBound..<separator]), as: UTF8.self)
+                    let value = String(
+                        decoding: UnsafeRawBufferPointer(rebasing: buffer[(separator + 1)..<line.upperBound]),
+                        as: UTF8.self)
                     headers.append((name: name, value: String(value.drop { $0 == " " })))
                     index += 1
                 }

@@ -25,7 +25,9 @@ package enum PKCS12 {
     /// `.unsupported` for a key other than RSA or EC P-256/384/521. An empty password also tries the
     /// absent password, as OpenSSL and Apple do.
     package static func parse(der: [UInt8], password: SecretBytes) throws(CryptoError) -> Contents {
-        guard !der.isEmpty, der.count <= maximumSize else { throw CryptoError.invalidInput("PKCS#12 size out of range") }
+        guard !der.isEmpty, der.count <= maximumSize else {
+            throw CryptoError.invalidInput("PKCS#12 size out of range")
+        }
         let p12: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             let parsed = d2i_PKCS12(nil, &cursor, buffer.count)
@@ -44,7 +46,8 @@ package enum PKCS12 {
         let parsed = pass.withUnsafeBytes { buffer -> Bool in
             let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
             if PKCS12_mac_present(p12) == 1 {
-                let macOK = PKCS12_verify_mac(p12, text, Int32(password.count)) == 1
+                let macOK =
+                    PKCS12_verify_mac(p12, text, Int32(password.count)) == 1
                     || (password.count == 0 && PKCS12_verify_mac(p12, nil, 0) == 1)
                 guard macOK else { return false }
             }
@@ -87,8 +90,10 @@ package enum PKCS12 {
     /// A PKCS#12 file holding `key`, `certificate` and `chain`, protected by `password`, with
     /// OpenSSL 3's defaults: PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC) for key and certificates, a
     /// SHA-256 MAC, 2048 iterations. `name` becomes the friendly name (the label Apple shows).
-    package static func make(key: AsymmetricKey, certificate: X509Certificate, chain: [X509Certificate] = [],
-                            password: SecretBytes, name: String? = nil) throws(CryptoError) -> [UInt8] {
+    package static func make(
+        key: AsymmetricKey, certificate: X509Certificate, chain: [X509Certificate] = [],
+        password: SecretBytes, name: String? = nil
+    ) throws(CryptoError) -> [UInt8] {
         guard key.isPrivate else { throw CryptoError.invalidInput("a PKCS#12 identity needs a private key") }
         guard certificate.publicKeyBytes == key.publicKeyBytes else {
             throw CryptoError.invalidInput("the certificate does not belong to the key")

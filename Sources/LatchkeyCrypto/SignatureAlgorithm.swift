@@ -112,7 +112,13 @@ package enum SignatureAlgorithm: String, Sendable, CaseIterable {
         case .rsaSignatureRaw: .rsaRaw
         case .ecdsaSignatureRFC4754: .ecdsaRaw
         default:
-            if rawValue.contains("PKCS1v15") { .rsaPKCS1v15 } else if rawValue.contains("PSS") { .rsaPSS } else { .ecdsaDER }
+            if rawValue.contains("PKCS1v15") {
+                .rsaPKCS1v15
+            } else if rawValue.contains("PSS") {
+                .rsaPSS
+            } else {
+                .ecdsaDER
+            }
         }
     }
 }

@@ -32,7 +32,9 @@ enum X501Name {
                 let value = try fields.read("attribute value")
                 try fields.finish("attribute")
                 result.append(Attribute(type: type.content, value: value))
-                guard result.count <= maximumAttributes else { throw CryptoError.invalidInput("too many name attributes") }
+                guard result.count <= maximumAttributes else {
+                    throw CryptoError.invalidInput("too many name attributes")
+                }
             }
         }
         return result

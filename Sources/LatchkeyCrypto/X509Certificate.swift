@@ -45,7 +45,9 @@ package struct X509Certificate: Sendable, Equatable {
     /// Parses one DER certificate. Throws `.invalidInput` for anything else (PEM text, a truncated
     /// certificate, trailing bytes, a certificate request, a malformed Name or date).
     package init(der: [UInt8]) throws(CryptoError) {
-        guard !der.isEmpty, der.count <= Self.maximumSize else { throw CryptoError.invalidInput("certificate size out of range") }
+        guard !der.isEmpty, der.count <= Self.maximumSize else {
+            throw CryptoError.invalidInput("certificate size out of range")
+        }
         try Self.checkWithOpenSSL(der)
         self.der = der
         let certificate = try DER.single(der[...], "certificate").expect(DER.sequence, "certificate")
@@ -68,7 +70,9 @@ package struct X509Certificate: Sendable, Equatable {
             version = 1
         }
         let serial = try fields.read(DER.integer, "serialNumber")
-        guard (1...37).contains(serial.content.count) else { throw CryptoError.invalidInput("certificate serial number length out of range") }
+        guard (1...37).contains(serial.content.count) else {
+            throw CryptoError.invalidInput("certificate serial number length out of range")
+        }
         serialNumber = Array(serial.content)
         _ = try fields.read(DER.sequence, "signature algorithm")
         let issuer = try fields.read(DER.sequence, "issuer")
@@ -82,7 +86,9 @@ package struct X509Certificate: Sendable, Equatable {
         _ = try spkiFields.read(DER.sequence, "public key algorithm")
         let bits = try spkiFields.read(DER.bitString, "subjectPublicKey")
         try spkiFields.finish("subjectPublicKeyInfo")
-        guard let unusedBits = bits.content.first, unusedBits < 8 else { throw CryptoError.invalidInput("malformed subjectPublicKey") }
+        guard let unusedBits = bits.content.first, unusedBits < 8 else {
+            throw CryptoError.invalidInput("malformed subjectPublicKey")
+        }
         publicKeyBytes = Array(bits.content.dropFirst())
         subjectPublicKeyInfo = Array(spki.encoded)
         _ = try fields.readIfPresent(0x81)  // issuerUniqueID
@@ -110,8 +116,9 @@ package struct X509Certificate: Sendable, Equatable {
         do throws(CryptoError) {
             pkey = try subjectPublicKeyInfo.withUnsafeBytes { buffer in
                 Result { () throws(CryptoError) in
-                    try KeyCodec.decode(buffer, inputType: "DER", structure: "SubjectPublicKeyInfo", keyType: nil,
-                                        selection: KeyCodec.publicSelection, password: nil)
+                    try KeyCodec.decode(
+                        buffer, inputType: "DER", structure: "SubjectPublicKeyInfo", keyType: nil,
+                        selection: KeyCodec.publicSelection, password: nil)
                 }
             }.get()
         } catch {
@@ -143,7 +150,8 @@ package struct X509Certificate: Sendable, Equatable {
         // Like Apple's DERDecodeItem, only the first element counts; bytes after it are ignored.
         var reader = DER.Reader(value)
         guard value.first == DER.sequence, let name = try? reader.next(),
-              let normalized = try? X501Name.normalizedContent(name.content) else { return value }
+            let normalized = try? X501Name.normalizedContent(name.content)
+        else { return value }
         return normalized
     }
 
@@ -191,7 +199,8 @@ package struct X509Certificate: Sendable, Equatable {
             let parsed: Bool
             switch Array(oid.content) {
             case subjectKeyIdentifierOID:
-                if let identifier = try? DER.single(value.content, "key identifier"), identifier.tag == DER.octetString {
+                if let identifier = try? DER.single(value.content, "key identifier"), identifier.tag == DER.octetString
+                {
                     result.subjectKeyIdentifier = Array(identifier.content)
                     parsed = true
                 } else {
@@ -208,23 +217,31 @@ package struct X509Certificate: Sendable, Equatable {
             default:
                 parsed = true
             }
-            guard parsed || !critical else { throw CryptoError.invalidInput("a critical certificate extension is malformed") }
+            guard parsed || !critical else {
+                throw CryptoError.invalidInput("a critical certificate extension is malformed")
+            }
         }
         guard count > 0 else { throw CryptoError.invalidInput("empty certificate extensions") }
         return result
     }
 
     /// rfc822Name ([1], ASCII) and dNSName ([2], UTF-8) entries of a GeneralNames SEQUENCE.
-    private static func generalNames(_ bytes: ArraySlice<UInt8>) throws(CryptoError) -> (emails: [String], dnsNames: [String]) {
+    private static func generalNames(_ bytes: ArraySlice<UInt8>) throws(CryptoError) -> (
+        emails: [String], dnsNames: [String]
+    ) {
         var emails: [String] = [], dnsNames: [String] = []
         var names = try DER.single(bytes, "GeneralNames").expect(DER.sequence, "GeneralNames").contents()
         while let name = try names.next() {
             switch name.tag {
             case 0x81:
-                guard name.content.allSatisfy({ $0 < 0x80 }) else { throw CryptoError.invalidInput("non-ASCII rfc822Name") }
+                guard name.content.allSatisfy({ $0 < 0x80 }) else {
+                    throw CryptoError.invalidInput("non-ASCII rfc822Name")
+                }
                 emails.append(String(decoding: name.content, as: UTF8.self))
             case 0x82:
-                guard let text = String(validating: name.content, as: UTF8.self) else { throw CryptoError.invalidInput("bad dNSName") }
+                guard let text = String(validating: name.content, as: UTF8.self) else {
+                    throw CryptoError.invalidInput("bad dNSName")
+                }
                 dnsNames.append(text)
             default:
                 continue

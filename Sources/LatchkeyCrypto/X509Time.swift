@@ -22,12 +22,15 @@ enum X509Time {
         }
         switch element.tag {
         case DER.utcTime: guard isUTC else { throw CryptoError.invalidInput("UTCTime has the wrong length") }
-        case DER.generalizedTime: guard !isUTC else { throw CryptoError.invalidInput("GeneralizedTime has the wrong length") }
+        case DER.generalizedTime:
+            guard !isUTC else { throw CryptoError.invalidInput("GeneralizedTime has the wrong length") }
         default: throw CryptoError.invalidInput("certificate time is neither UTCTime nor GeneralizedTime")
         }
         for (index, c) in bytes.enumerated() where !(c >= 0x30 && c <= 0x39) {
-            let allowed = isLocalized ? (index == bytes.count - 5 && (c == UInt8(ascii: "+") || c == UInt8(ascii: "-")))
-                                      : (index == bytes.count - 1 && c == UInt8(ascii: "Z"))
+            let allowed =
+                isLocalized
+                ? (index == bytes.count - 5 && (c == UInt8(ascii: "+") || c == UInt8(ascii: "-")))
+                : (index == bytes.count - 1 && c == UInt8(ascii: "Z"))
             guard allowed else { throw CryptoError.invalidInput("certificate time has a bad character") }
         }
         var cursor = 0

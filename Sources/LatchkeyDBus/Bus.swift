@@ -1,6 +1,7 @@
 import CSystemd
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The sd-bus operations of one connection, usable only on that connection's loop thread.
@@ -34,18 +35,21 @@ package final class Bus {
 
     /// A new method call to fill with `append` and send with `call`, `callAsync` or `send`.
     package func methodCall(destination: String?, path: String, interface: String?, member: String)
-        throws(BusError) -> BusMessage {
+        throws(BusError) -> BusMessage
+    {
         var raw: OpaquePointer?
-        try check(sd_bus_message_new_method_call(try bus(), &raw, destination, path, interface, member),
-                  "creating a call to \(interface ?? "").\(member)")
+        try check(
+            sd_bus_message_new_method_call(try bus(), &raw, destination, path, interface, member),
+            "creating a call to \(interface ?? "").\(member)")
         return BusMessage(adopting: raw!)
     }
 
     /// A new signal to fill with `append` and broadcast with `send`.
     package func signal(path: String, interface: String, member: String) throws(BusError) -> BusMessage {
         var raw: OpaquePointer?
-        try check(sd_bus_message_new_signal(try bus(), &raw, path, interface, member),
-                  "creating the signal \(interface).\(member)")
+        try check(
+            sd_bus_message_new_signal(try bus(), &raw, path, interface, member),
+            "creating the signal \(interface).\(member)")
         return BusMessage(adopting: raw!)
     }
 
@@ -56,7 +60,8 @@ package final class Bus {
 
     /// Broadcasts a signal carrying `arguments`.
     package func emitSignal(path: String, interface: String, member: String, _ arguments: [BusValue] = [])
-        throws(BusError) {
+        throws(BusError)
+    {
         let message = try signal(path: path, interface: interface, member: member)
         try message.append(arguments)
         try send(message)
@@ -79,8 +84,10 @@ package final class Bus {
     }
 
     /// Calls a method with `arguments` and blocks the loop thread until its reply (see `call(_:timeout:)`).
-    package func call(destination: String, path: String, interface: String, member: String,
-                     _ arguments: [BusValue] = [], timeout: Duration? = nil) throws(BusError) -> BusMessage {
+    package func call(
+        destination: String, path: String, interface: String, member: String,
+        _ arguments: [BusValue] = [], timeout: Duration? = nil
+    ) throws(BusError) -> BusMessage {
         let message = try methodCall(destination: destination, path: path, interface: interface, member: member)
         try message.append(arguments)
         return try call(message, timeout: timeout)
@@ -89,22 +96,29 @@ package final class Bus {
     /// Sends a method call; `reply` runs later on the loop thread with the reply or the error (a method
     /// error, a timeout, or the connection closing). Cancelling the returned slot drops the callback.
     @discardableResult
-    package func callAsync(_ message: BusMessage, timeout: Duration? = nil,
-                          reply: @escaping (Result<BusMessage, BusError>) -> Void) throws(BusError) -> BusSlot {
+    package func callAsync(
+        _ message: BusMessage, timeout: Duration? = nil,
+        reply: @escaping (Result<BusMessage, BusError>) -> Void
+    ) throws(BusError) -> BusSlot {
         let pointer = try bus()
-        return try register("calling \(message.member ?? "")", { message, _ in
-            if let error = message.error { reply(.failure(error)) } else { reply(.success(message)) }
-            return 0
-        }) { slot, userdata in
+        return try register(
+            "calling \(message.member ?? "")",
+            { message, _ in
+                if let error = message.error { reply(.failure(error)) } else { reply(.success(message)) }
+                return 0
+            }
+        ) { slot, userdata in
             sd_bus_call_async(pointer, slot, message.pointer, Bus.dispatch, userdata, microseconds(timeout))
         }
     }
 
     /// Calls a method with `arguments` without blocking (see `callAsync(_:timeout:reply:)`).
     @discardableResult
-    package func callAsync(destination: String, path: String, interface: String, member: String,
-                          _ arguments: [BusValue] = [], timeout: Duration? = nil,
-                          reply: @escaping (Result<BusMessage, BusError>) -> Void) throws(BusError) -> BusSlot {
+    package func callAsync(
+        destination: String, path: String, interface: String, member: String,
+        _ arguments: [BusValue] = [], timeout: Duration? = nil,
+        reply: @escaping (Result<BusMessage, BusError>) -> Void
+    ) throws(BusError) -> BusSlot {
         let message = try methodCall(destination: destination, path: path, interface: interface, member: member)
         try message.append(arguments)
         return try callAsync(message, timeout: timeout, reply: reply)
@@ -121,10 +135,13 @@ package final class Bus {
     @discardableResult
     package func addMatch(_ rule: String, handler: @escaping (BusMessage) -> Void) throws(BusError) -> BusSlot {
         let pointer = try bus()
-        return try register("adding the match \(rule)", { message, _ in
-            handler(message)
-            return 0 // let every other match see the message too
-        }) { slot, userdata in
+        return try register(
+            "adding the match \(rule)",
+            { message, _ in
+                handler(message)
+                return 0  // let every other match see the message too
+            }
+        ) { slot, userdata in
             sd_bus_add_match(pointer, slot, rule, Bus.dispatch, userdata)
         }
     }
@@ -141,7 +158,8 @@ package final class Bus {
     /// thread. A `BusError` it throws is sent back as the error reply; any other error as `Failed`.
     @discardableResult
     package func addObject(path: String, handler: @escaping (BusMessage) throws -> Dispatch) throws(BusError)
-        -> BusSlot {
+        -> BusSlot
+    {
         let pointer = try bus()
         return try register("serving \(path)", Bus.objectBody(handler)) { slot, userdata in
             sd_bus_add_object(pointer, slot, path, Bus.dispatch, userdata)
@@ -152,7 +170,8 @@ package final class Bus {
     /// `addObject` for an exact path is asked first.
     @discardableResult
     package func addFallback(prefix: String, handler: @escaping (BusMessage) throws -> Dispatch) throws(BusError)
-        -> BusSlot {
+        -> BusSlot
+    {
         let pointer = try bus()
         return try register("serving \(prefix)/…", Bus.objectBody(handler)) { slot, userdata in
             sd_bus_add_fallback(pointer, slot, prefix, Bus.dispatch, userdata)
@@ -182,13 +201,19 @@ package final class Bus {
 
     /// A match rule for signals; nil fields match anything. Values are quoted as the D-Bus specification
     /// requires.
-    package static func signalRule(sender: String? = nil, path: String? = nil, pathNamespace: String? = nil,
-                                  interface: String? = nil, member: String? = nil, arg0: String? = nil) -> String {
-        let fields = [("sender", sender), ("path", path), ("path_namespace", pathNamespace),
-                      ("interface", interface), ("member", member), ("arg0", arg0)]
-        return (["type='signal'"] + fields.compactMap { key, value in
-            value.map { "\(key)='" + $0.replacingAll("'", with: "'\\''") + "'" }
-        }).joined(separator: ",")
+    package static func signalRule(
+        sender: String? = nil, path: String? = nil, pathNamespace: String? = nil,
+        interface: String? = nil, member: String? = nil, arg0: String? = nil
+    ) -> String {
+        let fields = [
+            ("sender", sender), ("path", path), ("path_namespace", pathNamespace),
+            ("interface", interface), ("member", member), ("arg0", arg0),
+        ]
+        return
+            (["type='signal'"]
+            + fields.compactMap { key, value in
+                value.map { "\(key)='" + $0.replacingAll("'", with: "'\\''") + "'" }
+            }).joined(separator: ",")
     }
 
     // MARK: Callbacks from C
@@ -196,9 +221,12 @@ package final class Bus {
     /// Registers a C callback whose userdata is a retained `CallbackBox`. The box is released by the
     /// slot's destroy callback, i.e. when sd-bus frees the slot: on `BusSlot.cancel`, after an async
     /// reply, or when the connection is freed.
-    private func register(_ operation: String, _ body: @escaping CallbackBox.Body,
-                          _ add: (UnsafeMutablePointer<OpaquePointer?>, UnsafeMutableRawPointer) -> Int32)
-        throws(BusError) -> BusSlot {
+    private func register(
+        _ operation: String, _ body: @escaping CallbackBox.Body,
+        _ add: (UnsafeMutablePointer<OpaquePointer?>, UnsafeMutableRawPointer) -> Int32
+    )
+        throws(BusError) -> BusSlot
+    {
         let userdata = Unmanaged.passRetained(CallbackBox(body)).toOpaque()
         var slot: OpaquePointer?
         let result = add(&slot, userdata)
@@ -225,7 +253,8 @@ package final class Bus {
                 return try handler(message) == .handled ? 1 : 0
             } catch {
                 // sd-bus sends `replyError` back as the error reply when the result is negative.
-                let busError = error as? BusError
+                let busError =
+                    error as? BusError
                     ?? BusError(name: BusError.Name.failed, message: String(describing: error))
                 let result = sd_bus_error_set(replyError, busError.name, busError.message)
                 return result < 0 ? result : -EIO
@@ -265,7 +294,7 @@ final class CallbackBox {
 }
 
 func microseconds(_ duration: Duration?) -> UInt64 {
-    guard let duration else { return 0 } // sd-bus: 0 means its default timeout
+    guard let duration else { return 0 }  // sd-bus: 0 means its default timeout
     let (seconds, attoseconds) = duration.components
     return UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000_000)
 }

@@ -1,7 +1,8 @@
 import CSystemd
 import LatchkeySystem
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Which bus a `BusConnection` opens.
@@ -86,8 +87,8 @@ package final class BusConnection: Sendable {
         if loop.isLoopThread, let bus = loop.bus { return try work(bus) }
         let result = ResultBox<T>()
         let queued = loop.submit { bus in
-            let outcome: Result<T, any Error> = if let bus { Result { try work(bus) } }
-                                                else { .failure(BusError.connectionClosed) }
+            let outcome: Result<T, any Error> =
+                if let bus { Result { try work(bus) } } else { .failure(BusError.connectionClosed) }
             result.monitor.locked { result.value = outcome }
             result.monitor.broadcast()
         }
@@ -110,7 +111,7 @@ package final class BusConnection: Sendable {
 /// A result handed from the loop thread to a caller blocked in `sync`.
 private final class ResultBox<T: Sendable>: @unchecked Sendable {
     let monitor = Monitor()
-    var value: Result<T, any Error>? // guarded by monitor
+    var value: Result<T, any Error>?  // guarded by monitor
 }
 
 /// The loop thread's state. The fields marked "guarded" are shared with other threads under `monitor`;
@@ -121,12 +122,12 @@ private final class Loop: @unchecked Sendable {
     let monitor = Monitor()
     let wakeFD: Int32
     var opened: Result<String, BusError>?  // guarded: set once the connection is up or failed
-    var queue: [Work] = []                 // guarded
-    var stopRequested = false              // guarded
-    var finished = false                   // guarded: no more work is accepted
-    var exited = false                     // guarded: the bus is freed and the thread is done
-    var thread: pthread_t?                 // guarded
-    var bus: Bus?                          // loop thread only
+    var queue: [Work] = []  // guarded
+    var stopRequested = false  // guarded
+    var finished = false  // guarded: no more work is accepted
+    var exited = false  // guarded: the bus is freed and the thread is done
+    var thread: pthread_t?  // guarded
+    var bus: Bus?  // loop thread only
 
     init() throws(BusError) {
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
@@ -159,13 +160,20 @@ private final class Loop: @unchecked Sendable {
         do {
             pointer = try Self.open(endpoint)
         } catch {
-            monitor.locked { opened = .failure(error); finished = true; exited = true }
+            monitor.locked {
+                opened = .failure(error)
+                finished = true
+                exited = true
+            }
             monitor.broadcast()
             return
         }
         let bus = Bus(pointer: pointer, uniqueName: Self.uniqueName(pointer))
         self.bus = bus
-        monitor.locked { opened = .success(bus.uniqueName); thread = pthread_self() }
+        monitor.locked {
+            opened = .success(bus.uniqueName)
+            thread = pthread_self()
+        }
         monitor.broadcast()
 
         let lost = serve(bus, pointer)
@@ -219,8 +227,10 @@ private final class Loop: @unchecked Sendable {
             timeout = Int32(min(remaining, UInt64(Int32.max)))
         }
         let events = sd_bus_get_events(pointer)
-        var fds = [pollfd(fd: sd_bus_get_fd(pointer), events: Int16(max(events, 0)), revents: 0),
-                   pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: sd_bus_get_fd(pointer), events: Int16(max(events, 0)), revents: 0),
+            pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+        ]
         if poll(&fds, 2, timeout) > 0, fds[1].revents & Int16(POLLIN) != 0 {
             var value: UInt64 = 0
             _ = Glibc.read(wakeFD, &value, MemoryLayout<UInt64>.size)

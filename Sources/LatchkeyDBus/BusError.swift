@@ -1,6 +1,7 @@
 import CSystemd
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A D-Bus error: the error name (`org.freedesktop.DBus.Error.ServiceUnknown`) and its message, whether a
@@ -28,16 +29,18 @@ package struct BusError: Error, Sendable, Equatable, CustomStringConvertible {
         sd_bus_error_set_errno(&error, positive)
         defer { sd_bus_error_free(&error) }
         let detail = String(cString: strerror(positive))
-        self.init(name: error.name.map { String(cString: $0) } ?? Self.Name.failed,
-                  message: "\(operation): \(detail)", errno: positive)
+        self.init(
+            name: error.name.map { String(cString: $0) } ?? Self.Name.failed,
+            message: "\(operation): \(detail)", errno: positive)
     }
 
     /// Copies an `sd_bus_error` (it stays owned by the caller).
     init(_ error: UnsafePointer<sd_bus_error>) {
         let code = sd_bus_error_get_errno(error)
-        self.init(name: error.pointee.name.map { String(cString: $0) } ?? Self.Name.failed,
-                  message: error.pointee.message.map { String(cString: $0) } ?? "",
-                  errno: code > 0 ? code : nil)
+        self.init(
+            name: error.pointee.name.map { String(cString: $0) } ?? Self.Name.failed,
+            message: error.pointee.message.map { String(cString: $0) } ?? "",
+            errno: code > 0 ? code : nil)
     }
 
     package var description: String { message.isEmpty ? name : "\(name): \(message)" }

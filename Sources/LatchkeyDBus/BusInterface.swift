@@ -39,9 +39,11 @@ package struct BusMethod<Object>: Sendable {
     let body: @Sendable (Object, BusMethodCall) throws -> Void
 
     /// A method taking `inputs` and replying with `outputs`, given as (name, type) pairs in order.
-    package init(_ name: String, in inputs: [(String, String)] = [], out outputs: [(String, String)] = [],
-                limits: ReadLimits? = nil, options: BusMethodOptions = [],
-                _ body: @escaping @Sendable (Object, BusMethodCall) throws -> Void) {
+    package init(
+        _ name: String, in inputs: [(String, String)] = [], out outputs: [(String, String)] = [],
+        limits: ReadLimits? = nil, options: BusMethodOptions = [],
+        _ body: @escaping @Sendable (Object, BusMethodCall) throws -> Void
+    ) {
         self.name = name
         self.inputs = inputs.map { BusArgument($0.0, $0.1) }
         self.outputs = outputs.map { BusArgument($0.0, $0.1) }
@@ -66,8 +68,10 @@ package struct BusProperty<Object>: Sendable {
 
     /// A property whose value `get` reads; `set`, when given, receives the new value (the variant's
     /// content, of any type: it checks the type itself).
-    package init(_ name: String, _ type: String, get: @escaping @Sendable (Object) throws -> BusValue,
-                set: (@Sendable (Object, BusValue) throws -> Void)? = nil) {
+    package init(
+        _ name: String, _ type: String, get: @escaping @Sendable (Object) throws -> BusValue,
+        set: (@Sendable (Object, BusValue) throws -> Void)? = nil
+    ) {
         self.name = name
         self.type = type
         self.getter = get
@@ -95,8 +99,10 @@ package struct BusInterface<Object>: Sendable {
     package let properties: [BusProperty<Object>]
     package let signals: [BusSignal]
 
-    package init(_ name: String, methods: [BusMethod<Object>] = [], properties: [BusProperty<Object>] = [],
-                signals: [BusSignal] = []) {
+    package init(
+        _ name: String, methods: [BusMethod<Object>] = [], properties: [BusProperty<Object>] = [],
+        signals: [BusSignal] = []
+    ) {
         self.name = name
         self.methods = methods
         self.properties = properties
@@ -105,8 +111,10 @@ package struct BusInterface<Object>: Sendable {
 
     /// The interface's `<interface>` element: properties, methods and signals in table order.
     package var introspection: String {
-        BusIntrospection.interface(name, properties.map { BusIntrospection.property($0.name, $0.type, writable: $0.isWritable) }
-            + methods.map { BusIntrospection.method($0.name, inputs: $0.inputs, outputs: $0.outputs) }
-            + signals.map(BusIntrospection.signal))
+        BusIntrospection.interface(
+            name,
+            properties.map { BusIntrospection.property($0.name, $0.type, writable: $0.isWritable) }
+                + methods.map { BusIntrospection.method($0.name, inputs: $0.inputs, outputs: $0.outputs) }
+                + signals.map(BusIntrospection.signal))
     }
 }

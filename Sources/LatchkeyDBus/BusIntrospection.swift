@@ -15,25 +15,39 @@ package enum BusIntrospection {
 
     /// `org.freedesktop.DBus.Properties`, which `BusObject.dispatch` answers from the property tables.
     static let propertiesMethods = [
-        StandardMethod(name: "Get", inputs: [BusArgument("interface_name", "s"), BusArgument("property_name", "s")],
-                       outputs: [BusArgument("value", "v")]),
-        StandardMethod(name: "GetAll", inputs: [BusArgument("interface_name", "s")], outputs: [BusArgument("props", "a{sv}")]),
-        StandardMethod(name: "Set", inputs: [BusArgument("interface_name", "s"), BusArgument("property_name", "s"),
-                                             BusArgument("value", "v")], outputs: []),
+        StandardMethod(
+            name: "Get", inputs: [BusArgument("interface_name", "s"), BusArgument("property_name", "s")],
+            outputs: [BusArgument("value", "v")]),
+        StandardMethod(
+            name: "GetAll", inputs: [BusArgument("interface_name", "s")], outputs: [BusArgument("props", "a{sv}")]),
+        StandardMethod(
+            name: "Set",
+            inputs: [
+                BusArgument("interface_name", "s"), BusArgument("property_name", "s"),
+                BusArgument("value", "v"),
+            ], outputs: []),
     ]
 
-    static let propertiesChanged = BusSignal("PropertiesChanged", [
-        ("interface_name", "s"), ("changed_properties", "a{sv}"), ("invalidated_properties", "as"),
-    ])
+    static let propertiesChanged = BusSignal(
+        "PropertiesChanged",
+        [
+            ("interface_name", "s"), ("changed_properties", "a{sv}"), ("invalidated_properties", "as"),
+        ])
 
     /// The interfaces every object has: Introspectable and Properties (answered by `BusObject.dispatch`)
     /// and Peer (answered by sd-bus itself before any object sees the call).
     static let standardInterfaces = [
         interface(introspectable, [method("Introspect", inputs: [], outputs: [BusArgument("xml_data", "s")])]),
-        interface(peer, [method("Ping", inputs: [], outputs: []),
-                         method("GetMachineId", inputs: [], outputs: [BusArgument("machine_uuid", "s")])]),
-        interface(properties, propertiesMethods.map { method($0.name, inputs: $0.inputs, outputs: $0.outputs) }
-            + [signal(propertiesChanged)]),
+        interface(
+            peer,
+            [
+                method("Ping", inputs: [], outputs: []),
+                method("GetMachineId", inputs: [], outputs: [BusArgument("machine_uuid", "s")]),
+            ]),
+        interface(
+            properties,
+            propertiesMethods.map { method($0.name, inputs: $0.inputs, outputs: $0.outputs) }
+                + [signal(propertiesChanged)]),
     ].joined()
 
     static let header = """
@@ -61,7 +75,8 @@ package enum BusIntrospection {
 
     static func signal(_ signal: BusSignal) -> String {
         guard !signal.arguments.isEmpty else { return "    <signal name=\"\(escaped(signal.name))\"/>\n" }
-        return "    <signal name=\"\(escaped(signal.name))\">\n" + signal.arguments.map { argument($0, direction: nil) }.joined()
+        return "    <signal name=\"\(escaped(signal.name))\">\n"
+            + signal.arguments.map { argument($0, direction: nil) }.joined()
             + "    </signal>\n"
     }
 

@@ -1,6 +1,7 @@
 import CSystemd
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An sd-bus message: a received signal, call or reply, or one being built to send.
@@ -98,8 +99,11 @@ package final class BusMessage {
         case .objectPath(let s): try appendString("o", s)
         case .signature(let s): try appendString("g", s)
         case .byteArray(let bytes):
-            try check(bytes.withUnsafeBytes { sd_bus_message_append_array(pointer, CChar(UInt8(ascii: "y")), $0.baseAddress, $0.count) },
-                      "appending to a message")
+            try check(
+                bytes.withUnsafeBytes {
+                    sd_bus_message_append_array(pointer, CChar(UInt8(ascii: "y")), $0.baseAddress, $0.count)
+                },
+                "appending to a message")
         case .array(let elementType, let items): try appendContainer("a", elementType, items)
         case .structure(let fields): try appendContainer("r", fields.map(\.signature).joined(), fields)
         case .dictEntry(let key, let item): try appendContainer("e", key.signature + item.signature, [key, item])
@@ -109,8 +113,9 @@ package final class BusMessage {
 
     private func appendBasic<T>(_ type: Unicode.Scalar, _ value: T) throws(BusError) {
         var copy = value
-        try check(withUnsafePointer(to: &copy) { sd_bus_message_append_basic(pointer, CChar(type.value), $0) },
-                  "appending to a message")
+        try check(
+            withUnsafePointer(to: &copy) { sd_bus_message_append_basic(pointer, CChar(type.value), $0) },
+            "appending to a message")
     }
 
     private func appendString(_ type: Unicode.Scalar, _ value: String) throws(BusError) {
@@ -118,8 +123,9 @@ package final class BusMessage {
         guard !value.utf8.contains(0) else {
             throw BusError(name: BusError.Name.invalidArgs, message: "a D-Bus string cannot contain NUL")
         }
-        try check(value.withCString { sd_bus_message_append_basic(pointer, CChar(type.value), $0) },
-                  "appending to a message")
+        try check(
+            value.withCString { sd_bus_message_append_basic(pointer, CChar(type.value), $0) },
+            "appending to a message")
     }
 
     private func appendContainer(_ type: Unicode.Scalar, _ contents: String, _ items: [BusValue]) throws(BusError) {

@@ -24,7 +24,9 @@ package struct BusMethodCall {
 
     /// Argument `index` as an object path.
     package func objectPath(_ index: Int) throws(BusError) -> String {
-        guard case .objectPath(let value) = arguments[index] else { throw BusError.invalidArgs("expected an object path") }
+        guard case .objectPath(let value) = arguments[index] else {
+            throw BusError.invalidArgs("expected an object path")
+        }
         return value
     }
 

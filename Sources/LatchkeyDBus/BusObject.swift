@@ -67,8 +67,9 @@ extension BusObject {
         if !checksItself { try checkExists() }
         guard let method else { throw BusError.unknownMethod(interface, member) }
         let wipes = method.options.contains(.wipesByteArrays)
-        let arguments = try Self.arguments(of: call, method.inputSignature, within: method.limits ?? Self.readLimits,
-                                           wipingByteArrays: wipes)
+        let arguments = try Self.arguments(
+            of: call, method.inputSignature, within: method.limits ?? Self.readLimits,
+            wipingByteArrays: wipes)
         defer { if wipes { for argument in arguments { argument.wipeByteArrays() } } }
         try method.body(self, BusMethodCall(message: call, arguments: arguments))
     }
@@ -77,8 +78,9 @@ extension BusObject {
         guard let standard = BusIntrospection.propertiesMethods.first(where: { $0.name == member }) else {
             throw BusError.unknownMethod(BusIntrospection.properties, member)
         }
-        let arguments = try Self.arguments(of: call, standard.inputSignature,
-                                           within: member == "Set" ? Self.propertyWriteLimits : Self.readLimits)
+        let arguments = try Self.arguments(
+            of: call, standard.inputSignature,
+            within: member == "Set" ? Self.propertyWriteLimits : Self.readLimits)
         let checked = BusMethodCall(message: call, arguments: arguments)
         let interface = try checked.string(0)
         // An object type without properties has nothing to look up, whichever object is asked.
@@ -119,7 +121,9 @@ extension BusObject {
 
     private func value(of property: BusProperty<Self>) throws -> BusValue {
         let value = try property.getter(self)
-        assert(value.signature == property.type, "\(property.name) is declared \(property.type), read as \(value.signature)")
+        assert(
+            value.signature == property.type,
+            "\(property.name) is declared \(property.type), read as \(value.signature)")
         return value
     }
 
@@ -140,8 +144,10 @@ extension BusObject {
     }
 
     /// The call's arguments, if its body has exactly `signature`, read within `limits`.
-    static func arguments(of call: BusMessage, _ signature: String, within limits: ReadLimits,
-                          wipingByteArrays: Bool = false) throws(BusError) -> [BusValue] {
+    static func arguments(
+        of call: BusMessage, _ signature: String, within limits: ReadLimits,
+        wipingByteArrays: Bool = false
+    ) throws(BusError) -> [BusValue] {
         guard call.signature == signature else {
             throw BusError.invalidArgs("expected arguments (\(signature)), got (\(call.signature))")
         }

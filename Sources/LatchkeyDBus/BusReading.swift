@@ -1,6 +1,7 @@
 import CSystemd
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Caps on what reading one message may build (`BusMessage.arguments(within:)`).
@@ -22,8 +23,10 @@ package struct ReadLimits: Sendable, Equatable {
 
     /// No caps but the byte-array one (`BusMessage.maximumByteArray`): for messages from the bus
     /// daemon and from peers whose signals the daemon already filtered by owner.
-    package init(maxValues: Int = .max, maxArrayElements: Int = .max, maxStringBytes: Int = .max,
-                maxByteArray: Int = BusMessage.maximumByteArray) {
+    package init(
+        maxValues: Int = .max, maxArrayElements: Int = .max, maxStringBytes: Int = .max,
+        maxByteArray: Int = BusMessage.maximumByteArray
+    ) {
         self.maxValues = maxValues
         self.maxArrayElements = maxArrayElements
         self.maxStringBytes = maxStringBytes
@@ -55,7 +58,7 @@ struct Reader {
         guard values <= limits.maxValues else {
             throw Self.refused("the message holds more than \(limits.maxValues) values")
         }
-        let contents = contentsPointer.map { String(cString: $0) } ?? "" // invalid after the next read
+        let contents = contentsPointer.map { String(cString: $0) } ?? ""  // invalid after the next read
         switch UInt8(bitPattern: type) {
         case UInt8(ascii: "y"): return .byte(try basic(type, UInt8(0)))
         case UInt8(ascii: "b"): return .boolean(try basic(type, Int32(0)) != 0)
@@ -84,15 +87,17 @@ struct Reader {
             guard inner.count == 1 else { throw BusError(errno: -EBADMSG, "reading a variant") }
             return .variant(inner[0])
         default:
-            throw BusError(name: BusError.Name.invalidArgs,
-                           message: "unsupported D-Bus type '\(Character(Unicode.Scalar(UInt8(bitPattern: type))))'")
+            throw BusError(
+                name: BusError.Name.invalidArgs,
+                message: "unsupported D-Bus type '\(Character(Unicode.Scalar(UInt8(bitPattern: type))))'")
         }
     }
 
     private func basic<T>(_ type: CChar, _ initial: T) throws(BusError) -> T {
         var value = initial
-        try check(withUnsafeMutablePointer(to: &value) { sd_bus_message_read_basic(message, type, $0) },
-                  "reading a message")
+        try check(
+            withUnsafeMutablePointer(to: &value) { sd_bus_message_read_basic(message, type, $0) },
+            "reading a message")
         return value
     }
 
@@ -113,8 +118,9 @@ struct Reader {
         var size = 0
         try check(sd_bus_message_read_array(message, CChar(UInt8(ascii: "y")), &data, &size), "reading a byte array")
         guard size <= limits.maxByteArray else {
-            throw BusError(name: BusError.Name.invalidArgs,
-                           message: "byte array of \(size) bytes is larger than \(limits.maxByteArray)")
+            throw BusError(
+                name: BusError.Name.invalidArgs,
+                message: "byte array of \(size) bytes is larger than \(limits.maxByteArray)")
         }
         guard let data, size > 0 else { return [] }
         let bytes = Array(UnsafeRawBufferPointer(start: data, count: size))

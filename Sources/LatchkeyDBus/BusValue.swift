@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One D-Bus value with its type: what `BusMessage` reads and writes. Containers carry their element

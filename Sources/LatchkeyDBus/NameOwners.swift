@@ -27,19 +27,23 @@ package final class NameOwners {
     /// Subscribes to ownership changes and queries the current owners; `ready` runs once all answered.
     package func start(on bus: Bus, ready: @escaping () -> Void) throws(BusError) {
         for name in names {
-            let rule = Bus.signalRule(sender: Self.daemon, path: "/org/freedesktop/DBus", interface: Self.daemon,
-                                      member: "NameOwnerChanged", arg0: name)
+            let rule = Bus.signalRule(
+                sender: Self.daemon, path: "/org/freedesktop/DBus", interface: Self.daemon,
+                member: "NameOwnerChanged", arg0: name)
             try bus.addMatch(rule) { [self] message in
                 // Only the daemon can send as org.freedesktop.DBus; a peer's copy of this signal is ignored.
                 guard message.sender == Self.daemon, let arguments = try? message.arguments(), arguments.count == 3,
-                      arguments[0].string == name, let owner = arguments[2].string else { return }
+                    arguments[0].string == name, let owner = arguments[2].string
+                else { return }
                 update(name, owner.isEmpty ? nil : owner, notify: pendingQueries == 0)
             }
         }
         pendingQueries = names.count
         for name in names {
-            try bus.callAsync(destination: Self.daemon, path: "/org/freedesktop/DBus", interface: Self.daemon,
-                              member: "GetNameOwner", [.string(name)]) { [self] result in
+            try bus.callAsync(
+                destination: Self.daemon, path: "/org/freedesktop/DBus", interface: Self.daemon,
+                member: "GetNameOwner", [.string(name)]
+            ) { [self] result in
                 // NameHasNoOwner, or any failure: treat the name as unowned (signals are then refused).
                 let owner = try? result.get().arguments().first?.string
                 update(name, owner, notify: false)

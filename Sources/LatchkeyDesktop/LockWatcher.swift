@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyDBus
 import LatchkeySystem
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Watches the desktop for screen locks and sleep, so that the agent can drop the `WhenUnlocked` class
 /// keys.
@@ -56,16 +57,24 @@ package final class LockWatcher: Sendable {
     ///   - onEvent: receives each lock, unlock, sleep and resume event.
     ///   - log: where diagnostics go (never a secret): `.info` and `.warning` for what changed or failed,
     ///     `.debug` for per-signal detail (ignored and spoofed signals).
-    package init(systemBus: BusEndpoint? = .system, sessionBus: BusEndpoint? = .session, uid: uid_t = getuid(),
-                retry: Retry = Retry(), onEvent: @escaping @Sendable (LockEvent) -> Void, log: Logger) {
+    package init(
+        systemBus: BusEndpoint? = .system, sessionBus: BusEndpoint? = .session, uid: uid_t = getuid(),
+        retry: Retry = Retry(), onEvent: @escaping @Sendable (LockEvent) -> Void, log: Logger
+    ) {
         let readiness = Readiness()
         let plan: [(String, BusEndpoint?, WatchedBus.Start)] = [
-            ("system bus", systemBus, { bus, ready in
-                try LogindWatch(uid: uid, emit: onEvent, log: log).start(on: bus, ready: ready)
-            }),
-            ("session bus", sessionBus, { bus, ready in
-                try ScreenSaverWatch(emit: onEvent, log: log).start(on: bus, ready: ready)
-            }),
+            (
+                "system bus", systemBus,
+                { bus, ready in
+                    try LogindWatch(uid: uid, emit: onEvent, log: log).start(on: bus, ready: ready)
+                }
+            ),
+            (
+                "session bus", sessionBus,
+                { bus, ready in
+                    try ScreenSaverWatch(emit: onEvent, log: log).start(on: bus, ready: ready)
+                }
+            ),
         ]
         var buses: [WatchedBus] = []
         for (label, endpoint, start) in plan {
@@ -161,7 +170,7 @@ private final class WatchedBus: @unchecked Sendable {
                 ready()
             }
         }
-        if !queued { ready() } // lost already; the disconnect handler has logged it
+        if !queued { ready() }  // lost already; the disconnect handler has logged it
     }
 
     /// Waits for the bus to be lost (or never to have come), then tries again with growing pauses.
@@ -183,7 +192,8 @@ private final class WatchedBus: @unchecked Sendable {
                 log.info("\(label) reachable again; watching it")
                 delay = retry.initial
             } catch {
-                log.debug("\(label) still unavailable (\(error.message)); next try in \(min(delay * 2, retry.maximum)) s")
+                log.debug(
+                    "\(label) still unavailable (\(error.message)); next try in \(min(delay * 2, retry.maximum)) s")
                 delay = min(delay * 2, retry.maximum)
             }
         }
@@ -203,8 +213,8 @@ private final class WatchedBus: @unchecked Sendable {
 /// Counts the buses whose initial state is still being fetched.
 private final class Readiness: @unchecked Sendable {
     private let monitor = Monitor()
-    private var pending: Set<Int> = [] // guarded by monitor
-    private var next = 0               // guarded by monitor
+    private var pending: Set<Int> = []  // guarded by monitor
+    private var next = 0  // guarded by monitor
 
     func add() -> Int {
         monitor.locked {

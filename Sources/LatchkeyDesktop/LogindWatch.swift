@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyDBus
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Watches logind on the system bus: `Lock`/`Unlock` and `LockedHint` of our uid's sessions, and
 /// `PrepareForSleep`. Loop thread only; kept alive by the handlers it registers.
@@ -21,8 +22,10 @@ final class LogindWatch {
     /// Object paths of the sessions that belong to `uid`, as logind last listed them.
     private var sessions: Set<String> = []
 
-    init(uid: uid_t, emit: @escaping @Sendable (LockEvent) -> Void,
-         log: Logger) {
+    init(
+        uid: uid_t, emit: @escaping @Sendable (LockEvent) -> Void,
+        log: Logger
+    ) {
         self.uid = uid
         self.emit = emit
         self.log = log
@@ -40,9 +43,12 @@ final class LogindWatch {
         try bus.addMatch(Bus.signalRule(interface: Self.sessionInterface)) { [self] message in
             sessionSignal(message)
         }
-        try bus.addMatch(Bus.signalRule(pathNamespace: Self.sessionPathPrefix,
-                                        interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                                        arg0: Self.sessionInterface)) { [self] message in
+        try bus.addMatch(
+            Bus.signalRule(
+                pathNamespace: Self.sessionPathPrefix,
+                interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                arg0: Self.sessionInterface)
+        ) { [self] message in
             propertiesChanged(message)
         }
         try bus.addMatch(Bus.signalRule(path: Self.managerPath, interface: Self.managerInterface)) { [self] message in
@@ -50,7 +56,8 @@ final class LogindWatch {
         }
         try owners.start(on: bus) { [self] in
             guard owners.owner(of: Self.name) != nil else {
-                log.info("""
+                log.info(
+                    """
                     logind (\(Self.name)) is not on the system bus; session lock and sleep signals \
                     will be watched if it appears
                     """)
@@ -73,8 +80,10 @@ final class LogindWatch {
     /// Replaces `sessions` with logind's current list; `then` runs when the answer (or an error) arrives.
     private func listSessions(then done: @escaping () -> Void) {
         do {
-            try bus?.callAsync(destination: Self.name, path: Self.managerPath, interface: Self.managerInterface,
-                               member: "ListSessions") { [self] result in
+            try bus?.callAsync(
+                destination: Self.name, path: Self.managerPath, interface: Self.managerInterface,
+                member: "ListSessions"
+            ) { [self] result in
                 defer { done() }
                 switch result {
                 case .failure(let error):
@@ -85,10 +94,13 @@ final class LogindWatch {
                         return log.warning("logind ListSessions: unexpected reply signature \(reply.signature)")
                     }
                     // a(susso): id, uid, user name, seat, object path
-                    sessions = Set(list.compactMap { entry in
-                        guard let fields = entry.fields, fields.count == 5, fields[1].uint32 == uid else { return nil }
-                        return fields[4].string
-                    })
+                    sessions = Set(
+                        list.compactMap { entry in
+                            guard let fields = entry.fields, fields.count == 5, fields[1].uint32 == uid else {
+                                return nil
+                            }
+                            return fields[4].string
+                        })
                     log.debug("watching \(sessions.count) logind session(s) of uid \(uid)")
                 }
             }
@@ -100,20 +112,23 @@ final class LogindWatch {
 
     private func sessionSignal(_ message: BusMessage) {
         guard let member = message.member, member == "Lock" || member == "Unlock",
-              isFromOwner(message, "Session.\(member)"), isOurSession(message, "Session.\(member)") else { return }
+            isFromOwner(message, "Session.\(member)"), isOurSession(message, "Session.\(member)")
+        else { return }
         emit(member == "Lock" ? .locked(source: "login1.Lock") : .unlocked(source: "login1.Unlock"))
     }
 
     private func propertiesChanged(_ message: BusMessage) {
         guard isFromOwner(message, "PropertiesChanged"), isOurSession(message, "PropertiesChanged"),
-              let arguments = try? message.arguments(), arguments.count == 3,
-              let hint = arguments[1].stringKeyedEntries?["LockedHint"]?.variantValue?.bool else { return }
+            let arguments = try? message.arguments(), arguments.count == 3,
+            let hint = arguments[1].stringKeyedEntries?["LockedHint"]?.variantValue?.bool
+        else { return }
         emit(hint ? .locked(source: "login1.LockedHint") : .unlocked(source: "login1.LockedHint"))
     }
 
     private func managerSignal(_ message: BusMessage) {
         guard let member = message.member, ["PrepareForSleep", "SessionNew", "SessionRemoved"].contains(member),
-              isFromOwner(message, "Manager.\(member)"), let arguments = try? message.arguments() else { return }
+            isFromOwner(message, "Manager.\(member)"), let arguments = try? message.arguments()
+        else { return }
         switch member {
         case "PrepareForSleep":
             guard let starting = arguments.first?.bool else { return }
@@ -121,7 +136,7 @@ final class LogindWatch {
         case "SessionNew":
             // The signal carries no uid: ask for the list again rather than one property per session.
             listSessions(then: {})
-        default: // SessionRemoved(s id, o path)
+        default:  // SessionRemoved(s id, o path)
             if arguments.count == 2, let path = arguments[1].string { sessions.remove(path) }
         }
     }
@@ -129,7 +144,8 @@ final class LogindWatch {
     private func isFromOwner(_ message: BusMessage, _ what: String) -> Bool {
         let owner = owners.owner(of: Self.name)
         if let sender = message.sender, sender == owner { return true }
-        log.debug("""
+        log.debug(
+            """
             ignored \(what) from \(message.sender ?? "an unknown sender"): \
             the owner of \(Self.name) is \(owner ?? "nobody")
             """)

@@ -35,8 +35,10 @@ final class ScreenSaverWatch {
         }
         try owners.start(on: bus) { [self] in
             let present = Self.names.filter { owners.owner(of: $0) != nil }
-            log.info(present.isEmpty ? "no screen saver on the session bus yet; watching for one"
-                                     : "watching screen saver \(present.joined(separator: ", "))")
+            log.info(
+                present.isEmpty
+                    ? "no screen saver on the session bus yet; watching for one"
+                    : "watching screen saver \(present.joined(separator: ", "))")
             ready()
         }
     }
@@ -45,7 +47,8 @@ final class ScreenSaverWatch {
         // Anyone can emit ActiveChanged; only the name's current owner is believed.
         let owner = owners.owner(of: name)
         guard let sender = message.sender, sender == owner else {
-            return log.debug("""
+            return log.debug(
+                """
                 ignored \(name).ActiveChanged from \(message.sender ?? "an unknown sender"): \
                 the owner of \(name) is \(owner ?? "nobody")
                 """)

@@ -29,8 +29,10 @@ package struct AccessRequest: Sendable, Equatable {
     /// What an update changes; empty for other requests.
     package var changes: SecDictionary
 
-    package init(_ kind: AccessKind, caller: Caller, itemClass: ItemClass, accessGroups: [String] = [],
-                 attributes: SecDictionary = [:], changes: SecDictionary = [:]) {
+    package init(
+        _ kind: AccessKind, caller: Caller, itemClass: ItemClass, accessGroups: [String] = [],
+        attributes: SecDictionary = [:], changes: SecDictionary = [:]
+    ) {
         self.kind = kind
         self.caller = caller
         self.itemClass = itemClass
@@ -74,7 +76,8 @@ package struct AccessGroupPolicy: AccessPolicy {
 
     package func decide(_ request: AccessRequest) -> AccessDecision {
         for group in request.accessGroups where !request.caller.mayUse(group: group) {
-            return .deny(SecError(SecStatus.missingEntitlement, "access group '\(group)' is not one of the caller's groups"))
+            return .deny(
+                SecError(SecStatus.missingEntitlement, "access group '\(group)' is not one of the caller's groups"))
         }
         return .allow
     }
@@ -99,20 +102,26 @@ struct RequestGate: Sendable {
     /// Admits an add request and writes the group it was admitted to into the new item's attributes.
     func admit(_ add: inout AddRequest, caller: Caller) throws(SecError) {
         let named = add.attributes[SecAttr.accessGroup]?.stringValue
-        let admitted = try admit(AccessRequest(.add, caller: caller, itemClass: add.itemClass,
-                                               accessGroups: named.map { [$0] } ?? [], attributes: add.attributes))
+        let admitted = try admit(
+            AccessRequest(
+                .add, caller: caller, itemClass: add.itemClass,
+                accessGroups: named.map { [$0] } ?? [], attributes: add.attributes))
         add.attributes[SecAttr.accessGroup] = .string(admitted.accessGroups.first ?? Caller.defaultAccessGroup)
     }
 
     /// Admits a query (and, for an update, its changes, two for an identity's halves): the groups they name.
-    func admit(_ kind: AccessKind, _ query: ItemQuery, changes: [AttributeChanges] = [], caller: Caller) throws(SecError) {
+    func admit(_ kind: AccessKind, _ query: ItemQuery, changes: [AttributeChanges] = [], caller: Caller)
+        throws(SecError)
+    {
         var groups: [String] = []
         for named in [query.attributes] + changes.map(\.attributes) {
             if let group = named[SecAttr.accessGroup]?.stringValue, !groups.contains(group) { groups.append(group) }
         }
         var changed: SecDictionary = [:]
         for change in changes { changed.merge(change.attributes) { first, _ in first } }
-        _ = try admit(AccessRequest(kind, caller: caller, itemClass: query.itemClass, accessGroups: groups,
-                                    attributes: query.attributes, changes: changed))
+        _ = try admit(
+            AccessRequest(
+                kind, caller: caller, itemClass: query.itemClass, accessGroups: groups,
+                attributes: query.attributes, changes: changed))
     }
 }

@@ -18,8 +18,10 @@ package struct Caller: Sendable, Equatable {
     /// Whether the caller may use groups outside `accessGroups` (true until per-application groups exist).
     package var mayUseAnyGroup: Bool
 
-    package init(uid: UInt32, pid: Int32, executable: String? = nil,
-                accessGroups: [String] = [Caller.defaultAccessGroup], mayUseAnyGroup: Bool = true) {
+    package init(
+        uid: UInt32, pid: Int32, executable: String? = nil,
+        accessGroups: [String] = [Caller.defaultAccessGroup], mayUseAnyGroup: Bool = true
+    ) {
         self.uid = uid
         self.pid = pid
         self.executable = executable

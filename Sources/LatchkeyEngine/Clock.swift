@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Wall-clock time as `CFAbsoluteTime` (seconds since 2001-01-01 UTC), as item dates are stored.

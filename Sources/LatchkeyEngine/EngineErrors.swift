@@ -33,9 +33,9 @@ enum EngineErrors {
                 return SecError(SecStatus.invalidKeychain, error.description)
             case .sqlite(let code, _, _):
                 switch code & 0xFF {
-                case 13: return SecError(SecStatus.notAvailable, "disk full: \(error)") // SQLITE_FULL
-                case 8: return SecError(SecStatus.readOnly, error.description)          // SQLITE_READONLY
-                case 10: return SecError(SecStatus.io, error.description)               // SQLITE_IOERR
+                case 13: return SecError(SecStatus.notAvailable, "disk full: \(error)")  // SQLITE_FULL
+                case 8: return SecError(SecStatus.readOnly, error.description)  // SQLITE_READONLY
+                case 10: return SecError(SecStatus.io, error.description)  // SQLITE_IOERR
                 default: return SecError(SecStatus.internalComponent, error.description)
                 }
             }

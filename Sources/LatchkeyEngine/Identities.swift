@@ -69,7 +69,8 @@ struct Identities {
         }
         try items.resolve(.certificate(certificate), into: &certificateRequest)
         try items.resolve(.key(key), into: &keyRequest)
-        guard certificateRequest.attributes[SecAttr.publicKeyHash] == keyRequest.attributes[SecAttr.applicationLabel] else {
+        guard certificateRequest.attributes[SecAttr.publicKeyHash] == keyRequest.attributes[SecAttr.applicationLabel]
+        else {
             throw .param("the identity's key does not belong to its certificate")
         }
         var certificateItem: OpenItem?
@@ -83,7 +84,8 @@ struct Identities {
                 }
                 do {
                     _ = try items.insert(keyRequest, open: false)
-                } catch let error as SecError where error.status == SecStatus.duplicateItem && !certificateWasDuplicate {
+                } catch let error as SecError where error.status == SecStatus.duplicateItem && !certificateWasDuplicate
+                {
                     // the key was there already; the new certificate makes the identity
                 }
             }
@@ -96,7 +98,8 @@ struct Identities {
         query.identity = true
         query.synchronizable = nil
         if let certificateItem {
-            query.persistentRef = PersistentRef(itemClass: .certificate, uuid: certificateItem.persistentRef, identity: true)
+            query.persistentRef = PersistentRef(
+                itemClass: .certificate, uuid: certificateItem.persistentRef, identity: true)
         } else {
             try ItemRules.apply(.certificate(certificate), to: &query)
         }
@@ -126,8 +129,10 @@ struct Identities {
                     var others = ItemQuery(itemClass: .certificate, limit: .all)
                     others.attributes[SecAttr.publicKeyHash] = pair.certificate.attributes[SecAttr.publicKeyHash]
                     others.synchronizable = nil
-                    let sharing = try store.headers(matching: items.filter(for: others, hashes: try items.queryHashes(others),
-                                                                           limit: nil))
+                    let sharing = try store.headers(
+                        matching: items.filter(
+                            for: others, hashes: try items.queryHashes(others),
+                            limit: nil))
                     if sharing.contains(where: { !certificateIDs.contains($0.id) }) { continue }
                 }
                 keyIDs.formUnion(pair.keys.map(\.id))
@@ -148,8 +153,10 @@ struct Identities {
         keyQuery.attributes[SecAttr.applicationLabel] = .data(hash)
         keyQuery.attributes[SecAttr.keyClass] = .int(KeyReference.classPrivate)
         keyQuery.synchronizable = nil
-        return try items.store.headers(matching: items.filter(for: keyQuery, hashes: try items.queryHashes(keyQuery),
-                                                              limit: nil))
+        return try items.store.headers(
+            matching: items.filter(
+                for: keyQuery, hashes: try items.queryHashes(keyQuery),
+                limit: nil))
     }
 
     /// The changes of an identity update, split between its certificate and its key.
@@ -164,9 +171,11 @@ struct Identities {
         var certificateChanges: SecDictionary = [:]
         var keyChanges: SecDictionary = [:]
         for (name, value) in changesDictionary {
-            let forCertificate = ItemClass.certificate.attribute(name) != nil || name == SecAttr.accessible
+            let forCertificate =
+                ItemClass.certificate.attribute(name) != nil || name == SecAttr.accessible
                 || name == SecAttr.synchronizable
-            let forKey = ItemClass.key.attribute(name) != nil || name == SecAttr.accessible || name == SecAttr.synchronizable
+            let forKey =
+                ItemClass.key.attribute(name) != nil || name == SecAttr.accessible || name == SecAttr.synchronizable
             guard forCertificate || forKey else { throw .noSuchAttr(name, SecKeys.classIdentity) }
             if forCertificate { certificateChanges[name] = value }
             if forKey { keyChanges[name] = value }
@@ -187,7 +196,9 @@ struct Identities {
             try items.store.transaction {
                 for pair in pairs { try items.rewrite(pair.certificate, with: changes.certificate) }
                 var done: Set<Int64> = []
-                for pair in pairs where done.insert(pair.key.id).inserted { try items.rewrite(pair.key, with: changes.key) }
+                for pair in pairs where done.insert(pair.key.id).inserted {
+                    try items.rewrite(pair.key, with: changes.key)
+                }
             }
         } catch {
             throw EngineErrors.map(error)

@@ -70,23 +70,27 @@ extension ItemRules {
         guard !query.attributes.isEmpty else { return [] }
         let indexKey = try keys.requireIndexKey()
         return try query.attributes.sorted(by: { $0.key < $1.key }).map { name, value in
-            guard let spec = query.itemClass.attribute(name) else { throw SecError.noSuchAttr(name, query.itemClass.name) }
+            guard let spec = query.itemClass.attribute(name) else {
+                throw SecError.noSuchAttr(name, query.itemClass.name)
+            }
             return try ItemSealer.attributeHash(spec, value, indexKey: indexKey)
         }
     }
 
     func filter(for query: ItemQuery, hashes: [[UInt8]], limit: Int?) -> RowFilter {
-        RowFilter(itemClass: Int(query.itemClass.rawValue),
-                  protections: query.protection.map { [Int($0.rawValue)] },
-                  synchronizable: query.synchronizable,
-                  allOfHashes: hashes,
-                  limit: limit)
+        RowFilter(
+            itemClass: Int(query.itemClass.rawValue),
+            protections: query.protection.map { [Int($0.rawValue)] },
+            synchronizable: query.synchronizable,
+            allOfHashes: hashes,
+            limit: limit)
     }
 
     func lookup(_ ref: PersistentRef) throws -> StoreRow? {
         // Only UUID references are issued here; a legacy row-id reference can name none of our items.
         guard let uuid = ref.uuid, let row = try store.row(persistentRef: uuid),
-              row.itemClass == Int(ref.itemClass.rawValue) else { return nil }
+            row.itemClass == Int(ref.itemClass.rawValue)
+        else { return nil }
         return row
     }
 }

@@ -16,8 +16,9 @@ extension ItemRules {
             request.data = certificate.der
         case .key(let key):
             let (material, source) = try keyMaterial(of: key)
-            var checked = try KeyMaterial.reference(material: material, keyType: key.keyType, keyClass: key.keyClass,
-                                                    stored: source != nil)
+            var checked = try KeyMaterial.reference(
+                material: material, keyType: key.keyType, keyClass: key.keyClass,
+                stored: source != nil)
             checked.extractable = key.extractable && (source.map(\.isExtractable) ?? true)
             derived = KeyMaterial.attributes(of: checked)
             // What the bytes are is not the caller's to say.

@@ -66,9 +66,10 @@ struct ItemRules {
         let id: Int64
         do {
             let ref = try SecureRandom.bytes(16)
-            row = try ItemSealer.seal(ref: ref, itemClass: request.itemClass, protection: protection,
-                                      synchronizable: request.synchronizable, attributes: attributes,
-                                      secret: secret, classKey: classKey, indexKey: indexKey)
+            row = try ItemSealer.seal(
+                ref: ref, itemClass: request.itemClass, protection: protection,
+                synchronizable: request.synchronizable, attributes: attributes,
+                secret: secret, classKey: classKey, indexKey: indexKey)
             id = try store.insert(row)
         } catch {
             throw EngineErrors.map(error)
@@ -76,9 +77,10 @@ struct ItemRules {
         if request.itemClass == .genericPassword { onChange?(.added(row.persistentRef)) }
         guard open else { return nil }
         return try ItemSealer.open(
-            StoreRow(id: id, persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
-                     synchronizable: row.synchronizable, uniqueHash: row.uniqueHash, wrappedKey: row.wrappedKey,
-                     metadata: row.metadata, secret: row.secret),
+            StoreRow(
+                id: id, persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
+                synchronizable: row.synchronizable, uniqueHash: row.uniqueHash, wrappedKey: row.wrappedKey,
+                metadata: row.metadata, secret: row.secret),
             keys: keys)
     }
 
@@ -171,9 +173,10 @@ struct ItemRules {
         let secret = try changes.data ?? ItemSealer.openSecret(item)
         // A Secret Service item's attribute map follows its svce/acct (docs/SECRET-SERVICE.md §1).
         let secretService = item.secretService?.applying(secItemChanges: changes.attributes)
-        let row = try ItemSealer.seal(ref: item.persistentRef, itemClass: item.itemClass, protection: protection,
-                                      synchronizable: synchronizable, attributes: attributes, secret: secret,
-                                      classKey: classKey, indexKey: indexKey, secretService: secretService)
+        let row = try ItemSealer.seal(
+            ref: item.persistentRef, itemClass: item.itemClass, protection: protection,
+            synchronizable: synchronizable, attributes: attributes, secret: secret,
+            classKey: classKey, indexKey: indexKey, secretService: secretService)
         try store.replace(id: item.id, with: row)
     }
 

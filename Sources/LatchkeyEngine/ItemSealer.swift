@@ -45,9 +45,10 @@ enum ItemSealer {
         attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: IndexKey,
         secretService: SecretServiceData? = nil
     ) throws -> NewRow {
-        try seal(ref: ref, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
-                 attributes: attributes, secret: secret, classKey: classKey, indexKey: indexKey,
-                 secretService: secretService, itemKey: try SecureRandom.secret(AES256GCM.keySize), nonces: nil)
+        try seal(
+            ref: ref, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
+            attributes: attributes, secret: secret, classKey: classKey, indexKey: indexKey,
+            secretService: secretService, itemKey: try SecureRandom.secret(AES256GCM.keySize), nonces: nil)
     }
 
     /// The nonces of an item's three blobs, when they are given rather than drawn.
@@ -65,35 +66,41 @@ enum ItemSealer {
         attributes: SecDictionary, secret: [UInt8], classKey: SecretBytes, indexKey: IndexKey,
         secretService: SecretServiceData?, itemKey: SecretBytes, nonces: Nonces?
     ) throws -> NewRow {
-        let wrapped = try AES256GCM.seal(itemKey, key: classKey,
-                                         aad: aad(.wrappedKey, ref: ref, itemClass: itemClass, protection: protection),
-                                         nonce: nonces?.wrappedKey)
+        let wrapped = try AES256GCM.seal(
+            itemKey, key: classKey,
+            aad: aad(.wrappedKey, ref: ref, itemClass: itemClass, protection: protection),
+            nonce: nonces?.wrappedKey)
         var encoded: [UInt8] = []
         var sealed = attributes
         if let secretService { sealed[SecretServiceData.key] = secretService.encoded }
         ValueCodec.encode(.dictionary(sealed), into: &encoded)
-        let metadata = try AES256GCM.seal(encoded, key: itemKey,
-                                          aad: aad(.metadata, ref: ref, itemClass: itemClass, protection: protection),
-                                          nonce: nonces?.metadata)
+        let metadata = try AES256GCM.seal(
+            encoded, key: itemKey,
+            aad: aad(.metadata, ref: ref, itemClass: itemClass, protection: protection),
+            nonce: nonces?.metadata)
         SecretBytes.wipe(&encoded)
-        let sealedSecret = try AES256GCM.seal(secret, key: itemKey,
-                                              aad: aad(.secret, ref: ref, itemClass: itemClass, protection: protection),
-                                              nonce: nonces?.secret)
+        let sealedSecret = try AES256GCM.seal(
+            secret, key: itemKey,
+            aad: aad(.secret, ref: ref, itemClass: itemClass, protection: protection),
+            nonce: nonces?.secret)
         return NewRow(
             persistentRef: ref, itemClass: Int(itemClass.rawValue), protection: Int(protection.rawValue),
             synchronizable: synchronizable,
-            uniqueHash: try uniqueHash(itemClass: itemClass, attributes: attributes, indexKey: indexKey,
-                                       discriminator: SecretServiceMapping.discriminator(secretService)),
+            uniqueHash: try uniqueHash(
+                itemClass: itemClass, attributes: attributes, indexKey: indexKey,
+                discriminator: SecretServiceMapping.discriminator(secretService)),
             wrappedKey: wrapped, metadata: metadata, secret: sealedSecret,
-            indexHashes: try indexHashes(itemClass: itemClass, attributes: attributes, indexKey: indexKey,
-                                         secretService: secretService))
+            indexHashes: try indexHashes(
+                itemClass: itemClass, attributes: attributes, indexKey: indexKey,
+                secretService: secretService))
     }
 
     /// Opens a row's item key and attributes. Any authentication failure is errSecDecode: the row was
     /// damaged or tampered with, and its contents are never returned.
     static func open(_ row: StoreRow, keys: KeyState) throws(SecError) -> OpenItem {
         guard let itemClass = ItemClass(rawValue: UInt8(clamping: row.itemClass)),
-              let protection = ProtectionClass(rawValue: UInt8(clamping: row.protection)) else {
+            let protection = ProtectionClass(rawValue: UInt8(clamping: row.protection))
+        else {
             throw SecError(SecStatus.decode, "item row \(row.id) has an unknown class")
         }
         let classKey = try keys.key(for: protection)
@@ -115,9 +122,10 @@ enum ItemSealer {
                 }
                 secretService = data
             }
-            return OpenItem(id: row.id, persistentRef: row.persistentRef, itemClass: itemClass,
-                            protection: protection, attributes: attributes, itemKey: itemKey, row: row,
-                            secretService: secretService)
+            return OpenItem(
+                id: row.id, persistentRef: row.persistentRef, itemClass: itemClass,
+                protection: protection, attributes: attributes, itemKey: itemKey, row: row,
+                secretService: secretService)
         } catch let error as SecError {
             throw error
         } catch {
@@ -140,14 +148,16 @@ enum ItemSealer {
 
     /// The hash of one attribute value, as stored in the item index and computed for queries.
     static func attributeHash(_ spec: AttributeSpec, _ value: SecValue, indexKey: IndexKey) throws -> [UInt8] {
-        try indexKey.hash([0x41] + AttributeValue.canonicalBytes(spec, value)) // "A"
+        try indexKey.hash([0x41] + AttributeValue.canonicalBytes(spec, value))  // "A"
     }
 
     /// The uniqueness hash over the class's primary-key attributes, in schema order, followed by a
     /// Secret Service item's discriminator when it has one (docs/SECRET-SERVICE.md §3).
-    static func uniqueHash(itemClass: ItemClass, attributes: SecDictionary, indexKey: IndexKey,
-                           discriminator: [UInt8]? = nil) throws -> [UInt8] {
-        var input: [UInt8] = [0x55, itemClass.rawValue] // "U"
+    static func uniqueHash(
+        itemClass: ItemClass, attributes: SecDictionary, indexKey: IndexKey,
+        discriminator: [UInt8]? = nil
+    ) throws -> [UInt8] {
+        var input: [UInt8] = [0x55, itemClass.rawValue]  // "U"
         for spec in itemClass.primaryKey {
             let bytes: [UInt8]
             if let value = attributes[spec.name] {
@@ -165,16 +175,19 @@ enum ItemSealer {
 
     /// The index hashes of every attribute except those kept as plaintext columns (`pdmn`, `sync`),
     /// and for generic passwords the Secret Service hashes (docs/SECRET-SERVICE.md §2).
-    static func indexHashes(itemClass: ItemClass, attributes: SecDictionary, indexKey: IndexKey,
-                            secretService: SecretServiceData? = nil) throws -> [[UInt8]] {
+    static func indexHashes(
+        itemClass: ItemClass, attributes: SecDictionary, indexKey: IndexKey,
+        secretService: SecretServiceData? = nil
+    ) throws -> [[UInt8]] {
         var hashes: [[UInt8]] = []
         for (name, value) in attributes where name != SecAttr.accessible && name != SecAttr.synchronizable {
             guard let spec = itemClass.attribute(name) else { continue }
             hashes.append(try attributeHash(spec, value, indexKey: indexKey))
         }
         if itemClass == .genericPassword {
-            hashes += try SecretServiceMapping.indexHashes(attributes: attributes, sealed: secretService,
-                                                           indexKey: indexKey)
+            hashes += try SecretServiceMapping.indexHashes(
+                attributes: attributes, sealed: secretService,
+                indexKey: indexKey)
         }
         return hashes
     }
@@ -183,7 +196,8 @@ enum ItemSealer {
     static func matches(_ item: OpenItem, _ filters: SecDictionary) -> Bool {
         for (name, wanted) in filters {
             guard let spec = item.itemClass.attribute(name), let stored = item.attributes[name],
-                  AttributeValue.canonicalBytes(spec, stored) == AttributeValue.canonicalBytes(spec, wanted) else {
+                AttributeValue.canonicalBytes(spec, stored) == AttributeValue.canonicalBytes(spec, wanted)
+            else {
                 return false
             }
         }

@@ -25,27 +25,36 @@ enum KeyMaterial {
     /// Parses a key's external representation; errSecDecode when the bytes are not such a key.
     /// `stored`: the bytes come from a keychain item, so they were validated when it was added and
     /// authenticated when it was opened; OpenSSL's (costly) key check is skipped.
-    static func key(_ material: [UInt8], keyType: Int64, keyClass: Int64, stored: Bool = false) throws(SecError) -> AsymmetricKey {
+    static func key(_ material: [UInt8], keyType: Int64, keyClass: Int64, stored: Bool = false) throws(SecError)
+        -> AsymmetricKey
+    {
         let algorithm = try algorithm(keyType)
         guard keyClass == KeyReference.classPublic || keyClass == KeyReference.classPrivate else {
-            throw SecError(SecStatus.unimplemented, "key class \(keyClass) is not supported (public 0 and private 1 are)")
+            throw SecError(
+                SecStatus.unimplemented, "key class \(keyClass) is not supported (public 0 and private 1 are)")
         }
         do {
-            return try AsymmetricKey(externalRepresentation: material, algorithm: algorithm,
-                                     isPrivate: keyClass == KeyReference.classPrivate, validate: !stored)
+            return try AsymmetricKey(
+                externalRepresentation: material, algorithm: algorithm,
+                isPrivate: keyClass == KeyReference.classPrivate, validate: !stored)
         } catch {
-            throw SecError(SecStatus.decode, "the key data is not a \(algorithm == .rsa ? "RSA" : "EC") "
-                           + "\(keyClass == KeyReference.classPrivate ? "private" : "public") key: \(error)")
+            throw SecError(
+                SecStatus.decode,
+                "the key data is not a \(algorithm == .rsa ? "RSA" : "EC") "
+                    + "\(keyClass == KeyReference.classPrivate ? "private" : "public") key: \(error)")
         }
     }
 
     /// The reference of a key the caller holds (public half, size), from its external representation.
     /// `material` is nil for a private key: a reference carries its bytes only when it is public, and then
     /// the bytes as parsed, never the stored blob as such.
-    static func reference(material: [UInt8], keyType: Int64, keyClass: Int64, stored: Bool = false) throws(SecError) -> KeyReference {
+    static func reference(material: [UInt8], keyType: Int64, keyClass: Int64, stored: Bool = false) throws(SecError)
+        -> KeyReference
+    {
         let key = try key(material, keyType: keyType, keyClass: keyClass, stored: stored)
-        return KeyReference(keyType: keyType, keyClass: keyClass, sizeInBits: Int64(key.sizeInBits),
-                            publicKey: key.publicKeyBytes, material: key.isPrivate ? nil : key.publicKeyBytes)
+        return KeyReference(
+            keyType: keyType, keyClass: keyClass, sizeInBits: Int64(key.sizeInBits),
+            publicKey: key.publicKeyBytes, material: key.isPrivate ? nil : key.publicKeyBytes)
     }
 
     /// The attributes Apple derives for a key added through `kSecValueRef` (secitem-semantics §7.1):
@@ -60,7 +69,7 @@ enum KeyMaterial {
         let certificate = try certificate(der)
         var attributes: SecDictionary = [
             SecAttr.certificateType: .int(Int64(certificate.version)),
-            SecAttr.certificateEncoding: .int(3), // DER
+            SecAttr.certificateEncoding: .int(3),  // DER
             SecAttr.subject: .data(certificate.normalizedSubject),
             SecAttr.issuer: .data(certificate.normalizedIssuer),
             SecAttr.serialNumber: .data(certificate.serialNumber),
@@ -87,7 +96,9 @@ enum KeyMaterial {
     }
 
     /// A new private key's external representation.
-    static func generate(keyType: Int64, sizeInBits: Int64) throws(SecError) -> (material: SecretBytes, publicKey: [UInt8]) {
+    static func generate(keyType: Int64, sizeInBits: Int64) throws(SecError) -> (
+        material: SecretBytes, publicKey: [UInt8]
+    ) {
         let key: AsymmetricKey
         do {
             switch try algorithm(keyType) {
@@ -98,8 +109,10 @@ enum KeyMaterial {
         } catch let error as SecError {
             throw error
         } catch {
-            throw SecError(SecStatus.param, "cannot generate a \(keyType == KeyReference.typeRSA ? "RSA" : "EC") key "
-                           + "of \(sizeInBits) bits: \(error)")
+            throw SecError(
+                SecStatus.param,
+                "cannot generate a \(keyType == KeyReference.typeRSA ? "RSA" : "EC") key "
+                    + "of \(sizeInBits) bits: \(error)")
         }
     }
 
@@ -111,16 +124,21 @@ enum KeyMaterial {
     }
 
     /// A private-key operation on a stored key's material.
-    static func perform(_ operation: KeyOperation, algorithm: String, input: [UInt8], exchange: ExchangeParameters,
-                        material: [UInt8], keyType: Int64, keyClass: Int64) throws(SecError) -> [UInt8] {
+    static func perform(
+        _ operation: KeyOperation, algorithm: String, input: [UInt8], exchange: ExchangeParameters,
+        material: [UInt8], keyType: Int64, keyClass: Int64
+    ) throws(SecError) -> [UInt8] {
         if operation == .export { return material }
-        return try perform(operation, algorithm: algorithm, input: input, exchange: exchange,
-                           key: key(material, keyType: keyType, keyClass: keyClass, stored: true), keyType: keyType)
+        return try perform(
+            operation, algorithm: algorithm, input: input, exchange: exchange,
+            key: key(material, keyType: keyType, keyClass: keyClass, stored: true), keyType: keyType)
     }
 
     /// A sign, decrypt or exchange operation with an imported key (export needs the stored bytes).
-    static func perform(_ operation: KeyOperation, algorithm: String, input: [UInt8], exchange: ExchangeParameters,
-                        key: AsymmetricKey, keyType: Int64) throws(SecError) -> [UInt8] {
+    static func perform(
+        _ operation: KeyOperation, algorithm: String, input: [UInt8], exchange: ExchangeParameters,
+        key: AsymmetricKey, keyType: Int64
+    ) throws(SecError) -> [UInt8] {
         do {
             switch operation {
             case .sign:
@@ -138,8 +156,10 @@ enum KeyMaterial {
                     throw unsupported(algorithm, operation)
                 }
                 let peer = try self.key(exchange.peer, keyType: keyType, keyClass: KeyReference.classPublic)
-                return try key.keyExchange(algorithm, with: peer, requestedSize: exchange.requestedSize,
-                                           sharedInfo: exchange.sharedInfo).withUnsafeBytes { Array($0) }
+                return try key.keyExchange(
+                    algorithm, with: peer, requestedSize: exchange.requestedSize,
+                    sharedInfo: exchange.sharedInfo
+                ).withUnsafeBytes { Array($0) }
             case .export:
                 throw SecError(SecStatus.internalComponent, "export needs the stored key bytes")
             }
@@ -152,6 +172,7 @@ enum KeyMaterial {
     }
 
     private static func unsupported(_ algorithm: String, _ operation: KeyOperation) -> SecError {
-        SecError(SecStatus.unimplemented, "algorithm \(algorithm) is not supported for \(operation.rawValue) by this key")
+        SecError(
+            SecStatus.unimplemented, "algorithm \(algorithm) is not supported for \(operation.rawValue) by this key")
     }
 }

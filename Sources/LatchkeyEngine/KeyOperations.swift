@@ -17,11 +17,13 @@ enum KeyOperations {
 
         init(parsing request: SecDictionary) throws(SecError) {
             guard case .data(let refBytes)? = request[KeyOperation.Field.key], let ref = PersistentRef(bytes: refBytes),
-                  ref.itemClass == .key, !ref.identity else {
+                ref.itemClass == .key, !ref.identity
+            else {
                 throw .param("a key operation needs the key's persistent reference")
             }
             guard case .string(let name)? = request[KeyOperation.Field.operation],
-                  let operation = KeyOperation(rawValue: name) else {
+                let operation = KeyOperation(rawValue: name)
+            else {
                 throw .param("unknown key operation")
             }
             self.ref = ref
@@ -67,10 +69,12 @@ enum KeyOperations {
         if request.operation != .export, keyClass != KeyReference.classPrivate {
             throw SecError(SecStatus.param, "\(request.operation.rawValue) needs a private key")
         }
-        var opened = OpenedKey(material: [], keyType: keyType, keyClass: keyClass, imported: nil,
-                               ref: item.persistentRef, sealedSecret: item.row.secret, protection: item.protection)
+        var opened = OpenedKey(
+            material: [], keyType: keyType, keyClass: keyClass, imported: nil,
+            ref: item.persistentRef, sealedSecret: item.row.secret, protection: item.protection)
         if request.operation != .export,
-           let cached = items.keys.privateKeys.key(ref: item.persistentRef, sealedSecret: item.row.secret) {
+            let cached = items.keys.privateKeys.key(ref: item.persistentRef, sealedSecret: item.row.secret)
+        {
             opened.imported = cached
         } else {
             opened.material = try ItemSealer.openSecret(item)
@@ -82,9 +86,13 @@ enum KeyOperations {
     /// key was imported for it, the imported key for `keep`.
     static func perform(_ request: Request, with key: OpenedKey) throws(SecError) -> (SecValue, AsymmetricKey?) {
         if request.operation == .export {
-            return (.data(try KeyMaterial.perform(request.operation, algorithm: request.algorithm, input: request.input,
-                                                  exchange: request.exchange, material: key.material,
-                                                  keyType: key.keyType, keyClass: key.keyClass)), nil)
+            return (
+                .data(
+                    try KeyMaterial.perform(
+                        request.operation, algorithm: request.algorithm, input: request.input,
+                        exchange: request.exchange, material: key.material,
+                        keyType: key.keyType, keyClass: key.keyClass)), nil
+            )
         }
         let imported: AsymmetricKey
         if let cached = key.imported {
@@ -92,8 +100,9 @@ enum KeyOperations {
         } else {
             imported = try KeyMaterial.key(key.material, keyType: key.keyType, keyClass: key.keyClass, stored: true)
         }
-        let result = try KeyMaterial.perform(request.operation, algorithm: request.algorithm, input: request.input,
-                                             exchange: request.exchange, key: imported, keyType: key.keyType)
+        let result = try KeyMaterial.perform(
+            request.operation, algorithm: request.algorithm, input: request.input,
+            exchange: request.exchange, key: imported, keyType: key.keyType)
         return (.data(result), key.imported == nil ? imported : nil)
     }
 
@@ -103,9 +112,11 @@ enum KeyOperations {
     /// undone here.
     static func keep(_ imported: AsymmetricKey, for opened: OpenedKey, in items: ItemRules) {
         guard items.keys.isAvailable(opened.protection),
-              (try? items.store.row(persistentRef: opened.ref))??.secret == opened.sealedSecret else { return }
-        items.keys.privateKeys.insert(imported, ref: opened.ref, sealedSecret: opened.sealedSecret,
-                                      protection: opened.protection)
+            (try? items.store.row(persistentRef: opened.ref))??.secret == opened.sealedSecret
+        else { return }
+        items.keys.privateKeys.insert(
+            imported, ref: opened.ref, sealedSecret: opened.sealedSecret,
+            protection: opened.protection)
     }
 
     /// A generated key pair, as the add requests that store it.
@@ -122,7 +133,8 @@ enum KeyOperations {
     /// Generates the key (without the mutex); the caller wipes the private key's bytes (`privateMaterial`)
     /// once the pair is stored.
     static func generate(_ parameters: SecDictionary) throws(SecError)
-        -> (pair: GeneratedPair, privateMaterial: [UInt8]) {
+        -> (pair: GeneratedPair, privateMaterial: [UInt8])
+    {
         guard let type = parameters[SecAttr.keyType]?.integerValue else {
             throw .param("kSecAttrKeyType is missing or not a key type")
         }
@@ -141,13 +153,16 @@ enum KeyOperations {
         var privateMaterial = material.withUnsafeBytes { Array($0) }
         material = SecretBytes(count: 0)
         do {
-            let privateRef = KeyReference(keyType: type, keyClass: KeyReference.classPrivate, sizeInBits: size,
-                                          publicKey: publicKey, material: privateMaterial)
-            let publicRef = KeyReference(keyType: type, keyClass: KeyReference.classPublic, sizeInBits: size,
-                                         publicKey: publicKey, material: publicKey)
+            let privateRef = KeyReference(
+                keyType: type, keyClass: KeyReference.classPrivate, sizeInBits: size,
+                publicKey: publicKey, material: privateMaterial)
+            let publicRef = KeyReference(
+                keyType: type, keyClass: KeyReference.classPublic, sizeInBits: size,
+                publicKey: publicKey, material: publicKey)
             var privateRequest = try DictionaryParser.parseAdd(addDictionary(privateParameters, .key(privateRef)))
             privateRequest.returns.ref = true
-            let publicRequest = KeyGeneration.isPermanent(publicParameters)
+            let publicRequest =
+                KeyGeneration.isPermanent(publicParameters)
                 ? try DictionaryParser.parseAdd(addDictionary(publicParameters, .key(publicRef))) : nil
             return (GeneratedPair(privateRequest: privateRequest, publicRequest: publicRequest), privateMaterial)
         } catch {

@@ -57,7 +57,9 @@ package final class Keychain: @unchecked Sendable {
     }
 
     /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing.
-    package func update(_ queryDictionary: SecDictionary, _ changesDictionary: SecDictionary, caller: Caller) throws(SecError) {
+    package func update(_ queryDictionary: SecDictionary, _ changesDictionary: SecDictionary, caller: Caller)
+        throws(SecError)
+    {
         let query = try ItemRules.prepared(DictionaryParser.parseQuery(queryDictionary, for: .update))
         if query.identity {
             let changes = try Identities.changes(changesDictionary)
@@ -97,16 +99,17 @@ package final class Keychain: @unchecked Sendable {
     package func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
         var privateMaterial: [UInt8] = []
         #if DEBUG
-        var generated: UInt?
+            var generated: UInt?
         #endif
         defer {
             #if DEBUG
-            // The requests share the key's buffer; the wipe reaches it only once they are gone (a wipe of
-            // a shared array zeroes a fresh copy instead). Tests run debug builds, so a regression fails there.
-            privateMaterial.withUnsafeMutableBufferPointer {  // mutable: a shared buffer is copied here
-                assert(generated == nil || UInt(bitPattern: $0.baseAddress) == generated,
-                       "generateKey: the private key's buffer is still shared when it is wiped")
-            }
+                // The requests share the key's buffer; the wipe reaches it only once they are gone (a wipe of
+                // a shared array zeroes a fresh copy instead). Tests run debug builds, so a regression fails there.
+                privateMaterial.withUnsafeMutableBufferPointer {  // mutable: a shared buffer is copied here
+                    assert(
+                        generated == nil || UInt(bitPattern: $0.baseAddress) == generated,
+                        "generateKey: the private key's buffer is still shared when it is wiped")
+                }
             #endif
             SecretBytes.wipe(&privateMaterial)
         }
@@ -116,7 +119,7 @@ package final class Keychain: @unchecked Sendable {
             var pair: KeyOperations.GeneratedPair
             (pair, privateMaterial) = try KeyOperations.generate(parameters)
             #if DEBUG
-            generated = privateMaterial.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+                generated = privateMaterial.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
             #endif
             try gate.admit(&pair.privateRequest, caller: caller)
             if var publicRequest = pair.publicRequest {
@@ -139,8 +142,10 @@ package final class Keychain: @unchecked Sendable {
     // MARK: - Lock state
 
     /// Creates a keychain protected by `password` and leaves it unlocked.
-    package func create(password: SecretBytes, parameters: Argon2Parameters = .default,
-                       allowWeakParameters: Bool = false) throws(SecError) {
+    package func create(
+        password: SecretBytes, parameters: Argon2Parameters = .default,
+        allowWeakParameters: Bool = false
+    ) throws(SecError) {
         try lockState.create(password: password, parameters: parameters, allowWeakParameters: allowWeakParameters)
     }
 
@@ -170,9 +175,12 @@ package final class Keychain: @unchecked Sendable {
 
     /// Re-wraps the class keys under a new password. Items are not re-encrypted. The keybag is replaced
     /// atomically, so a crash leaves one that opens with the old or the new password.
-    package func changePassword(old: SecretBytes, new: SecretBytes, parameters: Argon2Parameters? = nil,
-                               allowWeakParameters: Bool = false) throws(SecError) {
-        try lockState.changePassword(old: old, new: new, parameters: parameters, allowWeakParameters: allowWeakParameters)
+    package func changePassword(
+        old: SecretBytes, new: SecretBytes, parameters: Argon2Parameters? = nil,
+        allowWeakParameters: Bool = false
+    ) throws(SecError) {
+        try lockState.changePassword(
+            old: old, new: new, parameters: parameters, allowWeakParameters: allowWeakParameters)
     }
 
     /// The state of the keychain and of every class key.

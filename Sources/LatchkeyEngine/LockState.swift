@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyCrypto
 import LatchkeyKeybag
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore
 import LatchkeySystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The keychain's lock state: its keybag (and the file it was read from), the class keys held, the
 /// device factor from the PAM hand-off, and the store those keys open. Creating, unlocking (by password,
@@ -60,9 +61,10 @@ final class LockState: @unchecked Sendable {
         do {
             guard fileExists(location.keybagPath) else {
                 if fileExists(location.databasePath) {
-                    problem = SecError(SecStatus.invalidKeychain,
-                                       "\(location.databasePath) exists but its keybag \(location.keybagPath) is missing; "
-                                       + "restore the keybag (nothing was changed)")
+                    problem = SecError(
+                        SecStatus.invalidKeychain,
+                        "\(location.databasePath) exists but its keybag \(location.keybagPath) is missing; "
+                            + "restore the keybag (nothing was changed)")
                 }
                 return
             }
@@ -84,7 +86,8 @@ final class LockState: @unchecked Sendable {
     private func store() throws(SecError) -> Store {
         if let problem { throw problem }
         guard let storage else {
-            throw SecError(SecStatus.noDefaultKeychain, "no keychain in \(location.directory); create one with 'latchkey init'")
+            throw SecError(
+                SecStatus.noDefaultKeychain, "no keychain in \(location.directory); create one with 'latchkey init'")
         }
         return storage
     }
@@ -102,8 +105,9 @@ final class LockState: @unchecked Sendable {
         // Argon2id takes a few hundred milliseconds: do it without holding the mutex.
         let created: (Keybag, ClassKeys)
         do {
-            created = try Keybag.create(password: password, parameters: parameters,
-                                        allowWeakParameters: allowWeakParameters)
+            created = try Keybag.create(
+                password: password, parameters: parameters,
+                allowWeakParameters: allowWeakParameters)
         } catch {
             throw EngineErrors.map(error)
         }
@@ -217,16 +221,19 @@ final class LockState: @unchecked Sendable {
 
     /// Re-wraps the class keys under a new password. Items are not re-encrypted. The keybag is replaced
     /// atomically, so a crash leaves one that opens with the old or the new password.
-    func changePassword(old: SecretBytes, new: SecretBytes, parameters: Argon2Parameters?,
-                        allowWeakParameters: Bool) throws(SecError) {
+    func changePassword(
+        old: SecretBytes, new: SecretBytes, parameters: Argon2Parameters?,
+        allowWeakParameters: Bool
+    ) throws(SecError) {
         let bag = try currentKeybag()
         let factor = mutex.withLock { deviceFactor }
         let rewrapped: Keybag
         do {
             let master = try bag.deriveMasterKey(password: old)
             guard bag.verify(masterKey: master) else { throw KeybagError.wrongPassword }
-            rewrapped = try bag.changingPassword(masterKey: master, deviceFactor: factor, newPassword: new,
-                                                 parameters: parameters, allowWeakParameters: allowWeakParameters)
+            rewrapped = try bag.changingPassword(
+                masterKey: master, deviceFactor: factor, newPassword: new,
+                parameters: parameters, allowWeakParameters: allowWeakParameters)
         } catch {
             throw EngineErrors.map(error)
         }
@@ -251,10 +258,11 @@ final class LockState: @unchecked Sendable {
         mutex.withLock {
             var available: [ProtectionClass: Bool] = [:]
             for cls in ProtectionClass.allCases { available[cls] = keys.isAvailable(cls) }
-            return KeychainStatus(location: location, exists: keybag != nil, available: available,
-                                  problem: problem?.detail, argon2: keybag?.parameters,
-                                  deviceBound: keybag?.isDeviceBound ?? false, deviceFactorHeld: deviceFactor != nil,
-                                  passwordOutOfStep: firstLine(of: location.outOfStepMarkerPath))
+            return KeychainStatus(
+                location: location, exists: keybag != nil, available: available,
+                problem: problem?.detail, argon2: keybag?.parameters,
+                deviceBound: keybag?.isDeviceBound ?? false, deviceFactorHeld: deviceFactor != nil,
+                passwordOutOfStep: firstLine(of: location.outOfStepMarkerPath))
         }
     }
 
@@ -282,7 +290,8 @@ final class LockState: @unchecked Sendable {
         let identity = FileIdentity(path: location.keybagPath)
         guard identity != keybagFileIdentity else { return }
         if let current = keybag, identity != nil,
-           let replacement = try? Keybag.load(path: location.keybagPath), replacement.id == current.id {
+            let replacement = try? Keybag.load(path: location.keybagPath), replacement.id == current.id
+        {
             keybag = replacement
             keybagFileIdentity = identity
             return

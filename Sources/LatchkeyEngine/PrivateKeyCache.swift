@@ -48,7 +48,8 @@ final class PrivateKeyCache {
     /// recently used entry when full.
     func insert(_ key: AsymmetricKey, ref: [UInt8], sealedSecret: [UInt8], protection: ProtectionClass) {
         if entries[ref] == nil, entries.count >= Self.capacity,
-           let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+            let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key
+        {
             entries.removeValue(forKey: oldest)
         }
         clock += 1

@@ -20,15 +20,17 @@ enum ResultBuilder {
         if returns.data { return .data(try data(of: item)) }
         if returns.persistentRef { return .data(persistentRef(item)) }
         if returns.ref { return try reference(for: item)?.secValue }
-        return nil // nothing requested
+        return nil  // nothing requested
     }
 
     /// An identity: the key's attributes overlaid by the certificate's (which win on shared names),
     /// the key's data, and the `idnt` persistent reference of the certificate.
     static func value(for pair: IdentityPair, returns: ReturnFlags) throws(SecError) -> SecValue? {
         let reference = { () throws(SecError) -> SecValue in
-            ItemReference.identity(certificate: try certificateReference(pair.certificate),
-                                   key: try keyReference(pair.key)).secValue
+            ItemReference.identity(
+                certificate: try certificateReference(pair.certificate),
+                key: try keyReference(pair.key)
+            ).secValue
         }
         let ref = PersistentRef(itemClass: .certificate, uuid: pair.certificate.persistentRef, identity: true).bytes
         if returns.wantsDictionary {
@@ -84,7 +86,8 @@ enum ResultBuilder {
         let keyType = item.attributes[SecAttr.keyType]?.integerValue ?? 0
         var material = try ItemSealer.openSecret(item)
         defer { SecretBytes.wipe(&material) }
-        var reference = try KeyMaterial.reference(material: material, keyType: keyType, keyClass: keyClass, stored: true)
+        var reference = try KeyMaterial.reference(
+            material: material, keyType: keyType, keyClass: keyClass, stored: true)
         reference.persistentRef = persistentRef(item)
         reference.extractable = item.isExtractable
         return reference

@@ -82,8 +82,10 @@ package struct SecretAttributes: Sendable, Equatable {
         guard pairs.count <= SecretServiceLimits.maxAttributes else {
             throw .param("more than \(SecretServiceLimits.maxAttributes) attributes")
         }
-        for pair in pairs where pair.name.utf8.count > SecretServiceLimits.maxStringBytes
-            || pair.value.utf8.count > SecretServiceLimits.maxStringBytes {
+        for pair in pairs
+        where pair.name.utf8.count > SecretServiceLimits.maxStringBytes
+            || pair.value.utf8.count > SecretServiceLimits.maxStringBytes
+        {
             throw .param("an attribute name or value is longer than \(SecretServiceLimits.maxStringBytes) bytes")
         }
     }
@@ -104,7 +106,8 @@ package struct SecretAttributes: Sendable, Equatable {
     /// This map without a `username` that repeats `account` (the view of a SecItem item has one).
     package var withoutMirroredUsername: SecretAttributes {
         guard let username = self["username"], let account = self["account"],
-              username.utf8.elementsEqual(account.utf8) else { return self }
+            username.utf8.elementsEqual(account.utf8)
+        else { return self }
         return setting("username", nil)
     }
 
@@ -155,7 +158,8 @@ package struct SecretServiceData: Sendable, Equatable {
     /// Decodes the sealed form; nil when it is malformed.
     init?(decoding value: SecValue) {
         guard case .dictionary(let d) = value, case .array(let flat)? = d["a"], flat.count % 2 == 0,
-              case .string(let collection)? = d["c"], case .string(let contentType)? = d["t"] else { return nil }
+            case .string(let collection)? = d["c"], case .string(let contentType)? = d["t"]
+        else { return nil }
         var pairs: [SecretAttributes.Pair] = []
         var k = 0
         while k < flat.count {
@@ -192,7 +196,9 @@ package struct SecretServiceData: Sendable, Equatable {
             case Array("service".utf8), Array("account".utf8):
                 continue
             case Array("username".utf8):
-                guard let account = attributes["account"], account.utf8.elementsEqual(pair.value.utf8) else { return false }
+                guard let account = attributes["account"], account.utf8.elementsEqual(pair.value.utf8) else {
+                    return false
+                }
             default:
                 return false
             }
@@ -251,8 +257,9 @@ package enum SecretServiceMapping {
             pairs.append(.init("account", account))
             pairs.append(.init("username", account))
         }
-        return SecretServiceData(attributes: SecretAttributes(pairs)!, collection: SecretServiceData.login,
-                                 contentType: defaultContentType)
+        return SecretServiceData(
+            attributes: SecretAttributes(pairs)!, collection: SecretServiceData.login,
+            contentType: defaultContentType)
     }
 
     /// The label of an item, as Secret Service shows it.
@@ -291,7 +298,8 @@ package enum SecretServiceMapping {
     /// The index hashes a genp item carries for Secret Service: every pair of its attribute map (or
     /// of its view), and its collection's hash unless it is in `login`.
     static func indexHashes(attributes: SecDictionary, sealed: SecretServiceData?, indexKey: IndexKey) throws
-        -> [[UInt8]] {
+        -> [[UInt8]]
+    {
         let data = data(of: attributes, sealed: sealed)
         var hashes = try data.attributes.pairs.map { try pairHash($0, indexKey: indexKey) }
         if data.collection != SecretServiceData.login {

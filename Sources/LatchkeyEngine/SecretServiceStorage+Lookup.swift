@@ -16,7 +16,8 @@ extension SecretServiceStorage {
     /// collection there is. errSecInteractionNotAllowed when the lookup needs the index key and it is
     /// not held.
     package func select(_ query: SecretAttributes, in collection: String, collections: [String]) throws
-        -> [SecretServiceMatch] {
+        -> [SecretServiceMatch]
+    {
         let login = SecretServiceData.login
         let genp = Int(ItemClass.genericPassword.rawValue)
         let others = collections.filter { $0 != login }
@@ -57,8 +58,9 @@ extension SecretServiceStorage {
         var excluded = Set<Int64>()
         if collection == login, let indexKey = keys.indexKey {
             for other in others {
-                let filter = RowFilter(itemClass: genp, synchronizable: nil,
-                                       allOfHashes: [try SecretServiceMapping.collectionHash(other, indexKey: indexKey)] + hashes)
+                let filter = RowFilter(
+                    itemClass: genp, synchronizable: nil,
+                    allOfHashes: [try SecretServiceMapping.collectionHash(other, indexKey: indexKey)] + hashes)
                 for header in try store.headers(matching: filter) { excluded.insert(header.id) }
             }
         }

@@ -18,8 +18,9 @@ extension SecretServiceStorage {
     func reindexPending() throws {
         var status = try store.secretServiceIndexStatus()
         if status.version < SecretServiceMapping.indexVersion {
-            try store.queueReindex(itemClass: Int(ItemClass.genericPassword.rawValue),
-                                   version: SecretServiceMapping.indexVersion)
+            try store.queueReindex(
+                itemClass: Int(ItemClass.genericPassword.rawValue),
+                version: SecretServiceMapping.indexVersion)
             status.pending = try store.hasPendingIndexRows()
         }
         guard let indexKey = keys.indexKey, status.pending else { return }
@@ -32,8 +33,9 @@ extension SecretServiceStorage {
                 for row in rows {
                     var hashes: [[UInt8]] = []
                     if let item = try? ItemSealer.open(row, keys: keys) {
-                        hashes = try SecretServiceMapping.indexHashes(attributes: item.attributes,
-                                                                      sealed: item.secretService, indexKey: indexKey)
+                        hashes = try SecretServiceMapping.indexHashes(
+                            attributes: item.attributes,
+                            sealed: item.secretService, indexKey: indexKey)
                     }
                     try store.completeIndex(item: row.id, adding: hashes)
                 }

@@ -1,8 +1,8 @@
+import LatchkeyCodec
 import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore
-import LatchkeyCodec
 
 extension Keychain {
     /// Runs `body` with the Secret Service's storage, once the access policy has admitted `request`
@@ -11,8 +11,10 @@ extension Keychain {
     /// With `reading`, `body` must not write: it runs in one read transaction, so its statements share
     /// one snapshot and one pair of file locks instead of taking and dropping them each (a search is five
     /// statements). Errors thrown by `body` are mapped to `SecError`s as the engine's own are.
-    package func withSecretServiceStorage<T>(_ request: AccessRequest, reading: Bool = false,
-                                             _ body: (SecretServiceStorage) throws -> T) throws(SecError) -> T {
+    package func withSecretServiceStorage<T>(
+        _ request: AccessRequest, reading: Bool = false,
+        _ body: (SecretServiceStorage) throws -> T
+    ) throws(SecError) -> T {
         let admitted = try gate.admit(request)
         return try lockState.withStore { (store, keys) throws(SecError) -> T in
             let storage = SecretServiceStorage(store: store, keys: keys, admitted: admitted)
@@ -91,7 +93,8 @@ package struct SecretServiceStorage {
         var plain: [UInt8] = []
         ValueCodec.encode(state, into: &plain)
         defer { SecretBytes.wipe(&plain) }
-        let sealed = try AES256GCM.seal(plain, key: try stateKey(), aad: Self.stateAADLabel + Array(Self.stateName.utf8))
+        let sealed = try AES256GCM.seal(
+            plain, key: try stateKey(), aad: Self.stateAADLabel + Array(Self.stateName.utf8))
         try store.setStateValue(sealed, named: Self.stateName)
     }
 
@@ -102,7 +105,8 @@ package struct SecretServiceStorage {
     /// are the ids of every collection there is; an item of one deleted meanwhile counts as login's.
     package func member(_ id: [UInt8], of collection: String, collections: [String]) throws -> SecretServiceMember? {
         guard id.count == 16, let row = try store.row(persistentRef: id),
-              row.itemClass == Int(ItemClass.genericPassword.rawValue) else { return nil }
+            row.itemClass == Int(ItemClass.genericPassword.rawValue)
+        else { return nil }
         let login = SecretServiceData.login
         if isHeld(row.protection) {
             let entry = SecretServiceEntry(item: try ItemSealer.open(row, keys: keys))
@@ -115,9 +119,11 @@ package struct SecretServiceStorage {
         if collection == login && others.isEmpty { return SecretServiceMember(row: row, entry: nil) }
         let indexKey = try keys.requireIndexKey()
         func carries(_ other: String) throws -> Bool {
-            try !store.headers(matching: RowFilter(
-                itemClass: row.itemClass, synchronizable: nil, persistentRef: id,
-                allOfHashes: [SecretServiceMapping.collectionHash(other, indexKey: indexKey)])).isEmpty
+            try !store.headers(
+                matching: RowFilter(
+                    itemClass: row.itemClass, synchronizable: nil, persistentRef: id,
+                    allOfHashes: [SecretServiceMapping.collectionHash(other, indexKey: indexKey)])
+            ).isEmpty
         }
         if collection != login { return try carries(collection) ? SecretServiceMember(row: row, entry: nil) : nil }
         for other in others where try carries(other) { return nil }
@@ -164,9 +170,10 @@ package struct SecretServiceStorage {
         var data = data
         let ref = try SecureRandom.bytes(16)
         while true {
-            let row = try ItemSealer.seal(ref: ref, itemClass: .genericPassword, protection: .whenUnlocked,
-                                          synchronizable: false, attributes: genp, secret: secret,
-                                          classKey: classKey, indexKey: indexKey, secretService: data)
+            let row = try ItemSealer.seal(
+                ref: ref, itemClass: .genericPassword, protection: .whenUnlocked,
+                synchronizable: false, attributes: genp, secret: secret,
+                classKey: classKey, indexKey: indexKey, secretService: data)
             do {
                 _ = try store.insert(row)
                 return ref
@@ -180,8 +187,10 @@ package struct SecretServiceStorage {
 
     /// Seals an item again with new genp attributes, Secret Service data and secret (nil keeps its
     /// secret), keeping its persistent ref, class and creation date; the modification date moves forward.
-    package func reseal(_ entry: SecretServiceEntry, attributes: SecDictionary, data: SecretServiceData,
-                        secret: [UInt8]?) throws {
+    package func reseal(
+        _ entry: SecretServiceEntry, attributes: SecDictionary, data: SecretServiceData,
+        secret: [UInt8]?
+    ) throws {
         guard let secret else {
             // Only resealed, never returned: wiped once written.
             var kept = try ItemSealer.openSecret(entry.item)
@@ -193,13 +202,16 @@ package struct SecretServiceStorage {
         let indexKey = try keys.requireIndexKey()
         var attributes = attributes
         var now = Clock.now()
-        if case .date(let previous)? = item.attributes[SecAttr.modificationDate], now <= previous { now = previous.nextUp }
+        if case .date(let previous)? = item.attributes[SecAttr.modificationDate], now <= previous {
+            now = previous.nextUp
+        }
         attributes[SecAttr.modificationDate] = .date(now)
         var data = data
         while true {
-            let row = try ItemSealer.seal(ref: item.persistentRef, itemClass: item.itemClass, protection: item.protection,
-                                          synchronizable: item.row.synchronizable, attributes: attributes,
-                                          secret: secret, classKey: classKey, indexKey: indexKey, secretService: data)
+            let row = try ItemSealer.seal(
+                ref: item.persistentRef, itemClass: item.itemClass, protection: item.protection,
+                synchronizable: item.row.synchronizable, attributes: attributes,
+                secret: secret, classKey: classKey, indexKey: indexKey, secretService: data)
             do {
                 try store.replace(id: item.id, with: row)
                 return
@@ -218,9 +230,10 @@ package struct SecretServiceStorage {
     /// stores `state`, in one transaction; returns the ids of the deleted items.
     package func deleteItems(ofCollection id: String, savingState state: SecValue) throws -> [[UInt8]] {
         let indexKey = try keys.requireIndexKey()
-        let headers = try store.headers(matching: RowFilter(
-            itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,
-            allOfHashes: [SecretServiceMapping.collectionHash(id, indexKey: indexKey)]))
+        let headers = try store.headers(
+            matching: RowFilter(
+                itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,
+                allOfHashes: [SecretServiceMapping.collectionHash(id, indexKey: indexKey)]))
         try store.transaction {
             _ = try store.delete(ids: headers.map(\.id))
             try saveState(state)

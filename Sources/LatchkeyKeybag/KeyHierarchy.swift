@@ -33,12 +33,16 @@ enum KeyHierarchy {
 
     /// The input keying material of class `c`'s KEK: M (password classes) or S (Always classes),
     /// followed by DF for the ThisDeviceOnly classes of a device-bound keybag.
-    static func kekInput(for protectionClass: ProtectionClass, base: SecretBytes, deviceFactor: SecretBytes?) -> SecretBytes {
+    static func kekInput(for protectionClass: ProtectionClass, base: SecretBytes, deviceFactor: SecretBytes?)
+        -> SecretBytes
+    {
         guard protectionClass.isThisDeviceOnly, let deviceFactor else { return base }
         let combined = SecretBytes(count: base.count + deviceFactor.count)
         combined.withUnsafeMutableBytes { out in
             base.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            deviceFactor.withUnsafeBytes { (out.baseAddress! + base.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            deviceFactor.withUnsafeBytes {
+                (out.baseAddress! + base.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+            }
         }
         return combined
     }
@@ -69,14 +73,18 @@ enum KeyHierarchy {
     }
 
     /// Wraps CK_c: AES-256-GCM(KEK_c, nonce, aad) → nonce (12) ‖ ciphertext (32) ‖ tag (16) = 60 bytes.
-    static func wrap(classKey: SecretBytes, protectionClass: ProtectionClass, kek: SecretBytes,
-                     id: [UInt8], nonce: [UInt8]?) throws -> [UInt8] {
+    static func wrap(
+        classKey: SecretBytes, protectionClass: ProtectionClass, kek: SecretBytes,
+        id: [UInt8], nonce: [UInt8]?
+    ) throws -> [UInt8] {
         try AES256GCM.seal(classKey, key: kek, aad: aad(id: id, protectionClass: protectionClass), nonce: nonce)
     }
 
     /// Unwraps a 60-byte entry; throws `CryptoError.authenticationFailed` if it does not verify.
-    static func unwrap(_ wrapped: [UInt8], protectionClass: ProtectionClass, kek: SecretBytes,
-                       id: [UInt8]) throws -> SecretBytes {
+    static func unwrap(
+        _ wrapped: [UInt8], protectionClass: ProtectionClass, kek: SecretBytes,
+        id: [UInt8]
+    ) throws -> SecretBytes {
         try AES256GCM.openSecret(wrapped, key: kek, aad: aad(id: id, protectionClass: protectionClass))
     }
 }

@@ -32,8 +32,10 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// Where the keybag came from, for error messages only (not part of equality).
     let origin: String
 
-    init(id: [UInt8], parameters: Argon2Parameters, salt: [UInt8], verifier: [UInt8], alwaysSeed: [UInt8],
-         wrappedKeys: [ProtectionClass: [UInt8]], deviceBound: Bool, origin: String) {
+    init(
+        id: [UInt8], parameters: Argon2Parameters, salt: [UInt8], verifier: [UInt8], alwaysSeed: [UInt8],
+        wrappedKeys: [ProtectionClass: [UInt8]], deviceBound: Bool, origin: String
+    ) {
         self.id = id
         self.parameters = parameters
         self.salt = salt
@@ -56,7 +58,8 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// Identifier and cost parameters only; the default reflection would print the always seed.
     package var description: String {
         let idHex = id.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        return "Keybag(id: \(idHex), argon2id t=\(parameters.timeCost) m=\(parameters.memoryKiB)KiB p=\(parameters.parallelism)\(isDeviceBound ? ", device-bound" : ""))"
+        return
+            "Keybag(id: \(idHex), argon2id t=\(parameters.timeCost) m=\(parameters.memoryKiB)KiB p=\(parameters.parallelism)\(isDeviceBound ? ", device-bound" : ""))"
     }
 
     // MARK: Creation
@@ -65,51 +68,61 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// it with all seven class keys unwrapped. Refuses parameters that fail `validate()` or use less
     /// than `Argon2Parameters.minimumMemoryKiB`, unless `allowWeakParameters` (tests only).
     /// With `deviceFactor` the keybag is created device-bound.
-    package static func create(password: SecretBytes, parameters: Argon2Parameters = .default,
-                              allowWeakParameters: Bool = false,
-                              deviceFactor: SecretBytes? = nil) throws -> (Keybag, ClassKeys) {
+    package static func create(
+        password: SecretBytes, parameters: Argon2Parameters = .default,
+        allowWeakParameters: Bool = false,
+        deviceFactor: SecretBytes? = nil
+    ) throws -> (Keybag, ClassKeys) {
         try checkParameters(parameters, allowWeak: allowWeakParameters)
         var keys: [ProtectionClass: SecretBytes] = [:]
         for protectionClass in ProtectionClass.allCases {
             keys[protectionClass] = try SecureRandom.secret(KeyHierarchy.keyLength)
         }
         let classKeys = ClassKeys(keys)
-        let keybag = try create(password: password, parameters: parameters,
-                                salt: SecureRandom.bytes(KeybagLayout.saltLength),
-                                id: SecureRandom.bytes(KeybagLayout.idLength),
-                                alwaysSeed: SecureRandom.bytes(KeyHierarchy.keyLength),
-                                classKeys: classKeys, nonces: nil, deviceFactor: deviceFactor)
+        let keybag = try create(
+            password: password, parameters: parameters,
+            salt: SecureRandom.bytes(KeybagLayout.saltLength),
+            id: SecureRandom.bytes(KeybagLayout.idLength),
+            alwaysSeed: SecureRandom.bytes(KeyHierarchy.keyLength),
+            classKeys: classKeys, nonces: nil, deviceFactor: deviceFactor)
         return (keybag, classKeys)
     }
 
     /// Deterministic creation from explicit inputs, for the test vectors. `nonces` nil draws random
     /// nonces. Applies `validate()` but not the 64 MiB floor. With `deviceFactor` the keybag is
     /// device-bound.
-    static func create(password: SecretBytes, parameters: Argon2Parameters, salt: [UInt8], id: [UInt8],
-                       alwaysSeed: [UInt8], classKeys: ClassKeys,
-                       nonces: [ProtectionClass: [UInt8]]?, deviceFactor: SecretBytes? = nil) throws -> Keybag {
+    static func create(
+        password: SecretBytes, parameters: Argon2Parameters, salt: [UInt8], id: [UInt8],
+        alwaysSeed: [UInt8], classKeys: ClassKeys,
+        nonces: [ProtectionClass: [UInt8]]?, deviceFactor: SecretBytes? = nil
+    ) throws -> Keybag {
         try checkParameters(parameters, allowWeak: true)
         guard salt.count == KeybagLayout.saltLength, id.count == KeybagLayout.idLength,
-              alwaysSeed.count == KeyHierarchy.keyLength else {
+            alwaysSeed.count == KeyHierarchy.keyLength
+        else {
             throw CryptoError.invalidInput("keybag salt, id or seed has the wrong length")
         }
-        for protectionClass in ProtectionClass.allCases where classKeys[protectionClass]?.count != KeyHierarchy.keyLength {
+        for protectionClass in ProtectionClass.allCases
+        where classKeys[protectionClass]?.count != KeyHierarchy.keyLength {
             throw CryptoError.invalidInput("class key \(protectionClass.rawValue) missing or not 32 bytes")
         }
         let master = try KeyHierarchy.masterKey(password: password, salt: salt, parameters: parameters)
         let seed = SecretBytes(copying: alwaysSeed)
         var wrapped: [ProtectionClass: [UInt8]] = [:]
         for protectionClass in ProtectionClass.allCases {
-            let ikm = KeyHierarchy.kekInput(for: protectionClass, base: protectionClass.requiresPassword ? master : seed,
-                                            deviceFactor: deviceFactor)
+            let ikm = KeyHierarchy.kekInput(
+                for: protectionClass, base: protectionClass.requiresPassword ? master : seed,
+                deviceFactor: deviceFactor)
             let kek = try KeyHierarchy.kek(for: protectionClass, ikm: ikm)
-            wrapped[protectionClass] = try KeyHierarchy.wrap(classKey: classKeys[protectionClass]!,
-                                                             protectionClass: protectionClass, kek: kek, id: id,
-                                                             nonce: nonces?[protectionClass])
+            wrapped[protectionClass] = try KeyHierarchy.wrap(
+                classKey: classKeys[protectionClass]!,
+                protectionClass: protectionClass, kek: kek, id: id,
+                nonce: nonces?[protectionClass])
         }
-        return Keybag(id: id, parameters: parameters, salt: salt,
-                      verifier: try KeyHierarchy.verifier(masterKey: master), alwaysSeed: alwaysSeed,
-                      wrappedKeys: wrapped, deviceBound: deviceFactor != nil, origin: inMemoryOrigin)
+        return Keybag(
+            id: id, parameters: parameters, salt: salt,
+            verifier: try KeyHierarchy.verifier(masterKey: master), alwaysSeed: alwaysSeed,
+            wrappedKeys: wrapped, deviceBound: deviceFactor != nil, origin: inMemoryOrigin)
     }
 
     /// `validate()` failures and, unless allowed, memory below the floor → `.weakParameters`.
@@ -125,9 +138,11 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
         // pam_latchkey derives inside root login processes from a file the user controls, so it
         // refuses anything above these limits; never write a keybag it would refuse.
         guard parameters.timeCost <= Keybag.maximumTimeCost, parameters.memoryKiB <= Keybag.maximumMemoryKiB,
-              parameters.parallelism <= Keybag.maximumParallelism else {
-            throw KeybagError.weakParameters("Argon2 parameters above the login limits (t ≤ \(Keybag.maximumTimeCost), "
-                                             + "m ≤ \(Keybag.maximumMemoryKiB) KiB, p ≤ \(Keybag.maximumParallelism))")
+            parameters.parallelism <= Keybag.maximumParallelism
+        else {
+            throw KeybagError.weakParameters(
+                "Argon2 parameters above the login limits (t ≤ \(Keybag.maximumTimeCost), "
+                    + "m ≤ \(Keybag.maximumMemoryKiB) KiB, p ≤ \(Keybag.maximumParallelism))")
         }
     }
 
@@ -175,7 +190,9 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// device-bound keybag AlwaysThisDeviceOnly also needs `deviceFactor` (left out without it;
     /// `.wrongDevice` if the factor does not open it). Cheap, so it also serves to check a factor.
     package func unlockAlwaysClasses(deviceFactor: SecretBytes? = nil) throws -> ClassKeys {
-        let classes = ProtectionClass.allCases.filter { !$0.requiresPassword && canOpen($0, deviceFactor: deviceFactor) }
+        let classes = ProtectionClass.allCases.filter {
+            !$0.requiresPassword && canOpen($0, deviceFactor: deviceFactor)
+        }
         return try unwrap(classes: classes, base: SecretBytes(copying: alwaysSeed), deviceFactor: deviceFactor)
     }
 
@@ -187,11 +204,13 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
         var keys: [ProtectionClass: SecretBytes] = [:]
         for protectionClass in classes {
             let usesFactor = isDeviceBound && protectionClass.isThisDeviceOnly
-            let ikm = KeyHierarchy.kekInput(for: protectionClass, base: base, deviceFactor: usesFactor ? deviceFactor : nil)
+            let ikm = KeyHierarchy.kekInput(
+                for: protectionClass, base: base, deviceFactor: usesFactor ? deviceFactor : nil)
             let kek = try KeyHierarchy.kek(for: protectionClass, ikm: ikm)
             do {
-                keys[protectionClass] = try KeyHierarchy.unwrap(wrappedKeys[protectionClass]!, protectionClass: protectionClass,
-                                                                kek: kek, id: id)
+                keys[protectionClass] = try KeyHierarchy.unwrap(
+                    wrappedKeys[protectionClass]!, protectionClass: protectionClass,
+                    kek: kek, id: id)
             } catch CryptoError.authenticationFailed {
                 // The checksum rules out accidental damage, so with a factor involved the likely
                 // cause is a factor from another machine (or another uid).
@@ -211,7 +230,9 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
         try binding(masterKey: masterKey, deviceFactor: deviceFactor, nonces: nil)
     }
 
-    func binding(masterKey: SecretBytes, deviceFactor: SecretBytes, nonces: [ProtectionClass: [UInt8]]?) throws -> Keybag {
+    func binding(masterKey: SecretBytes, deviceFactor: SecretBytes, nonces: [ProtectionClass: [UInt8]]?) throws
+        -> Keybag
+    {
         guard !isDeviceBound else { return self }
         guard deviceFactor.count == KeyHierarchy.keyLength else {
             throw CryptoError.invalidInput("device factor must be 32 bytes")
@@ -221,13 +242,16 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
         var wrapped = wrappedKeys
         for protectionClass in ProtectionClass.allCases where protectionClass.isThisDeviceOnly {
             let base = protectionClass.requiresPassword ? masterKey : seed
-            let kek = try KeyHierarchy.kek(for: protectionClass,
-                                           ikm: KeyHierarchy.kekInput(for: protectionClass, base: base, deviceFactor: deviceFactor))
-            wrapped[protectionClass] = try KeyHierarchy.wrap(classKey: keys[protectionClass]!, protectionClass: protectionClass,
-                                                             kek: kek, id: id, nonce: nonces?[protectionClass])
+            let kek = try KeyHierarchy.kek(
+                for: protectionClass,
+                ikm: KeyHierarchy.kekInput(for: protectionClass, base: base, deviceFactor: deviceFactor))
+            wrapped[protectionClass] = try KeyHierarchy.wrap(
+                classKey: keys[protectionClass]!, protectionClass: protectionClass,
+                kek: kek, id: id, nonce: nonces?[protectionClass])
         }
-        return Keybag(id: id, parameters: parameters, salt: salt, verifier: verifier, alwaysSeed: alwaysSeed,
-                      wrappedKeys: wrapped, deviceBound: true, origin: origin)
+        return Keybag(
+            id: id, parameters: parameters, salt: salt, verifier: verifier, alwaysSeed: alwaysSeed,
+            wrappedKeys: wrapped, deviceBound: true, origin: origin)
     }
 
     // MARK: Password change
@@ -240,17 +264,22 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
     /// are held to the 64 MiB floor unless `allowWeakParameters`; keeping the current parameters is
     /// always allowed, so a keybag created with weak parameters can still change its password.
     /// A device-bound keybag also needs its `deviceFactor` (`.deviceFactorRequired` without it).
-    package func changingPassword(masterKey: SecretBytes, deviceFactor: SecretBytes? = nil, newPassword: SecretBytes,
-                                 parameters: Argon2Parameters? = nil, allowWeakParameters: Bool = false) throws -> Keybag {
+    package func changingPassword(
+        masterKey: SecretBytes, deviceFactor: SecretBytes? = nil, newPassword: SecretBytes,
+        parameters: Argon2Parameters? = nil, allowWeakParameters: Bool = false
+    ) throws -> Keybag {
         let newParameters = parameters ?? self.parameters
         try Keybag.checkParameters(newParameters, allowWeak: allowWeakParameters || parameters == nil)
-        return try changingPassword(masterKey: masterKey, deviceFactor: deviceFactor, newPassword: newPassword,
-                                    parameters: newParameters, salt: SecureRandom.bytes(KeybagLayout.saltLength), nonces: nil)
+        return try changingPassword(
+            masterKey: masterKey, deviceFactor: deviceFactor, newPassword: newPassword,
+            parameters: newParameters, salt: SecureRandom.bytes(KeybagLayout.saltLength), nonces: nil)
     }
 
     /// Deterministic password change for tests; checks `validate()` only.
-    func changingPassword(masterKey: SecretBytes, deviceFactor: SecretBytes? = nil, newPassword: SecretBytes,
-                          parameters: Argon2Parameters, salt: [UInt8], nonces: [ProtectionClass: [UInt8]]?) throws -> Keybag {
+    func changingPassword(
+        masterKey: SecretBytes, deviceFactor: SecretBytes? = nil, newPassword: SecretBytes,
+        parameters: Argon2Parameters, salt: [UInt8], nonces: [ProtectionClass: [UInt8]]?
+    ) throws -> Keybag {
         try Keybag.checkParameters(parameters, allowWeak: true)
         if isDeviceBound && deviceFactor == nil { throw KeybagError.deviceFactorRequired(path: origin) }
         let factor = isDeviceBound ? deviceFactor : nil
@@ -258,14 +287,17 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
         let newMaster = try KeyHierarchy.masterKey(password: newPassword, salt: salt, parameters: parameters)
         var wrapped = wrappedKeys
         for protectionClass in classKeys.classes {
-            let kek = try KeyHierarchy.kek(for: protectionClass,
-                                           ikm: KeyHierarchy.kekInput(for: protectionClass, base: newMaster, deviceFactor: factor))
-            wrapped[protectionClass] = try KeyHierarchy.wrap(classKey: classKeys[protectionClass]!,
-                                                             protectionClass: protectionClass, kek: kek, id: id,
-                                                             nonce: nonces?[protectionClass])
+            let kek = try KeyHierarchy.kek(
+                for: protectionClass,
+                ikm: KeyHierarchy.kekInput(for: protectionClass, base: newMaster, deviceFactor: factor))
+            wrapped[protectionClass] = try KeyHierarchy.wrap(
+                classKey: classKeys[protectionClass]!,
+                protectionClass: protectionClass, kek: kek, id: id,
+                nonce: nonces?[protectionClass])
         }
-        return Keybag(id: id, parameters: parameters, salt: salt,
-                      verifier: try KeyHierarchy.verifier(masterKey: newMaster), alwaysSeed: alwaysSeed,
-                      wrappedKeys: wrapped, deviceBound: isDeviceBound, origin: origin)
+        return Keybag(
+            id: id, parameters: parameters, salt: salt,
+            verifier: try KeyHierarchy.verifier(masterKey: newMaster), alwaysSeed: alwaysSeed,
+            wrappedKeys: wrapped, deviceBound: isDeviceBound, origin: origin)
     }
 }

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LatchkeyCrypto
 import LatchkeySystem
 import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 extension Keybag {
     /// Largest file `load` reads. Far above any version-1 keybag (580 bytes); stops a wrong path
@@ -48,8 +49,9 @@ extension Keybag {
         // Durable: the directory is synced after the rename too. If only that fails, the new keybag is
         // already in place, so the failure is reported but not undone.
         do {
-            try Files.replace(FilePath(path), with: serialized(), through: FilePath(path + ".tmp-" + suffix),
-                              durable: true, beforeRename: beforeRename.map { hook in { try hook($0.string) } })
+            try Files.replace(
+                FilePath(path), with: serialized(), through: FilePath(path + ".tmp-" + suffix),
+                durable: true, beforeRename: beforeRename.map { hook in { try hook($0.string) } })
         } catch let error as FileError {
             throw KeybagError.io(path: error.path.string, errno: error.errno?.rawValue ?? EIO)
         }

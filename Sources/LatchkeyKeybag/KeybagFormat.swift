@@ -7,16 +7,16 @@ enum KeybagLayout {
     static let idLength = 16
     static let saltLength = 16
     static let wrappedKeyLength = KeyHierarchy.keyLength + AES256GCM.overhead  // 60
-    static let entryLength = 1 + wrappedKeyLength                              // 61
-    static let entryCount = ProtectionClass.allCases.count                     // 7
+    static let entryLength = 1 + wrappedKeyLength  // 61
+    static let entryCount = ProtectionClass.allCases.count  // 7
     static let checksumLength = 32
     /// Offsets of the fixed fields.
     static let versionOffset = 8, flagsOffset = 10, idOffset = 12
     static let timeCostOffset = 28, memoryOffset = 32, parallelismOffset = 36
     static let saltOffset = 40, verifierOffset = 56, seedOffset = 88
     static let entryCountOffset = 120, entriesOffset = 121
-    static let checksumOffset = entriesOffset + entryCount * entryLength       // 548
-    static let fileSize = checksumOffset + checksumLength                      // 580
+    static let checksumOffset = entriesOffset + entryCount * entryLength  // 548
+    static let fileSize = checksumOffset + checksumLength  // 580
     /// Smallest file in any version that has a version field and a checksum trailer.
     static let minimumAnyVersion = 12 + checksumLength
     /// Flags bit 0: the ThisDeviceOnly classes' KEKs mix in the device factor. Other bits are reserved.
@@ -60,32 +60,39 @@ extension Keybag {
             throw KeybagError.notAKeybag(path: path)
         }
         guard Array(bytes[0..<magic.count]) == magic else { throw KeybagError.notAKeybag(path: path) }
-        guard bytes.count >= KeybagLayout.minimumAnyVersion else { throw KeybagError.corrupt(path: path, reason: "truncated") }
+        guard bytes.count >= KeybagLayout.minimumAnyVersion else {
+            throw KeybagError.corrupt(path: path, reason: "truncated")
+        }
 
         let version = bytes.bigEndianUInt16(at: KeybagLayout.versionOffset)
         if version == Keybag.formatVersion, bytes.count != KeybagLayout.fileSize {
-            throw KeybagError.corrupt(path: path, reason: "wrong size \(bytes.count), expected \(KeybagLayout.fileSize)")
+            throw KeybagError.corrupt(
+                path: path, reason: "wrong size \(bytes.count), expected \(KeybagLayout.fileSize)")
         }
         let body = Array(bytes[0..<(bytes.count - KeybagLayout.checksumLength)])
         guard SHA256.hash(body) == Array(bytes[body.count...]) else {
             throw KeybagError.corrupt(path: path, reason: "checksum mismatch")
         }
-        guard version == Keybag.formatVersion else { throw KeybagError.unsupportedVersion(path: path, version: version) }
+        guard version == Keybag.formatVersion else {
+            throw KeybagError.unsupportedVersion(path: path, version: version)
+        }
 
         let flags = bytes.bigEndianUInt16(at: KeybagLayout.flagsOffset)
         guard flags & ~KeybagLayout.deviceBoundFlag == 0 else {
             throw KeybagError.corrupt(path: path, reason: "unknown flags \(flags)")
         }
-        let parameters = Argon2Parameters(timeCost: bytes.bigEndianUInt32(at: KeybagLayout.timeCostOffset),
-                                          memoryKiB: bytes.bigEndianUInt32(at: KeybagLayout.memoryOffset),
-                                          parallelism: bytes.bigEndianUInt32(at: KeybagLayout.parallelismOffset))
+        let parameters = Argon2Parameters(
+            timeCost: bytes.bigEndianUInt32(at: KeybagLayout.timeCostOffset),
+            memoryKiB: bytes.bigEndianUInt32(at: KeybagLayout.memoryOffset),
+            parallelism: bytes.bigEndianUInt32(at: KeybagLayout.parallelismOffset))
         do {
             try parameters.validate()
         } catch {
             throw KeybagError.corrupt(path: path, reason: "invalid Argon2 parameters")
         }
         guard Int(bytes[KeybagLayout.entryCountOffset]) == KeybagLayout.entryCount else {
-            throw KeybagError.corrupt(path: path, reason: "entry count \(bytes[KeybagLayout.entryCountOffset]), expected 7")
+            throw KeybagError.corrupt(
+                path: path, reason: "entry count \(bytes[KeybagLayout.entryCountOffset]), expected 7")
         }
         var wrapped: [ProtectionClass: [UInt8]] = [:]
         for index in 0..<KeybagLayout.entryCount {
@@ -94,17 +101,22 @@ extension Keybag {
             guard let protectionClass = ProtectionClass(rawValue: raw) else {
                 throw KeybagError.corrupt(path: path, reason: "unknown class \(raw)")
             }
-            guard wrapped[protectionClass] == nil else { throw KeybagError.corrupt(path: path, reason: "duplicate class \(raw)") }
+            guard wrapped[protectionClass] == nil else {
+                throw KeybagError.corrupt(path: path, reason: "duplicate class \(raw)")
+            }
             // Canonical order keeps the file image unique, so parse followed by serialize is identity.
-            guard Int(raw) == index + 1 else { throw KeybagError.corrupt(path: path, reason: "class entries out of order") }
+            guard Int(raw) == index + 1 else {
+                throw KeybagError.corrupt(path: path, reason: "class entries out of order")
+            }
             wrapped[protectionClass] = Array(bytes[(start + 1)..<(start + KeybagLayout.entryLength)])
         }
-        return Keybag(id: slice(bytes, KeybagLayout.idOffset, KeybagLayout.idLength),
-                      parameters: parameters,
-                      salt: slice(bytes, KeybagLayout.saltOffset, KeybagLayout.saltLength),
-                      verifier: slice(bytes, KeybagLayout.verifierOffset, KeyHierarchy.keyLength),
-                      alwaysSeed: slice(bytes, KeybagLayout.seedOffset, KeyHierarchy.keyLength),
-                      wrappedKeys: wrapped, deviceBound: flags & KeybagLayout.deviceBoundFlag != 0, origin: path)
+        return Keybag(
+            id: slice(bytes, KeybagLayout.idOffset, KeybagLayout.idLength),
+            parameters: parameters,
+            salt: slice(bytes, KeybagLayout.saltOffset, KeybagLayout.saltLength),
+            verifier: slice(bytes, KeybagLayout.verifierOffset, KeyHierarchy.keyLength),
+            alwaysSeed: slice(bytes, KeybagLayout.seedOffset, KeyHierarchy.keyLength),
+            wrappedKeys: wrapped, deviceBound: flags & KeybagLayout.deviceBoundFlag != 0, origin: path)
     }
 
     private static func slice(_ bytes: [UInt8], _ offset: Int, _ count: Int) -> [UInt8] {

@@ -16,8 +16,10 @@ package struct AgentLogHandler: LogHandler {
     private let output: LogOutput
 
     /// A handler writing to `output`, with the bootstrapped metadata provider (if any).
-    package init(output: LogOutput = .standardError,
-                metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider) {
+    package init(
+        output: LogOutput = .standardError,
+        metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider
+    ) {
         self.output = output
         self.metadataProvider = metadataProvider
     }

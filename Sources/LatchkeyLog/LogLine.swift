@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One line of the agent's log: `2026-11-24T04:21:54Z latchkeyd[PID] info: message`, UTC, ending in a
 /// newline, the format the agent has always written (man/latchkeyd.8, "LOG").
@@ -21,8 +22,10 @@ package enum LogLine {
     /// `trace`, `debug`, `notice` and `critical` under their own names. Metadata, when there is any,
     /// follows the message as ` key=value` pairs sorted by key (escaped like the message), so a line
     /// without metadata is exactly what the agent wrote before it used swift-log.
-    package static func format(level: Logger.Level, message: String, metadata: Logger.Metadata? = nil,
-                              seconds: Int, pid: Int32) -> String {
+    package static func format(
+        level: Logger.Level, message: String, metadata: Logger.Metadata? = nil,
+        seconds: Int, pid: Int32
+    ) -> String {
         var line = timestamp(seconds: seconds) + " \(program)[\(pid)] \(level.rawValue): " + escaped(message)
         if let metadata {
             for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
@@ -44,8 +47,10 @@ package enum LogLine {
         var time = tm()
         var value = time_t(seconds)
         gmtime_r(&value, &time)
-        return String(Int(time.tm_year) + 1900) + "-" + twoDigits(Int(time.tm_mon) + 1) + "-" + twoDigits(Int(time.tm_mday))
-            + "T" + twoDigits(Int(time.tm_hour)) + ":" + twoDigits(Int(time.tm_min)) + ":" + twoDigits(Int(time.tm_sec)) + "Z"
+        return String(Int(time.tm_year) + 1900) + "-" + twoDigits(Int(time.tm_mon) + 1) + "-"
+            + twoDigits(Int(time.tm_mday))
+            + "T" + twoDigits(Int(time.tm_hour)) + ":" + twoDigits(Int(time.tm_min)) + ":" + twoDigits(Int(time.tm_sec))
+            + "Z"
     }
 
     /// `text` with every character that could break or disguise a line escaped (see the type's comment);

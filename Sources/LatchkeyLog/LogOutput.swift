@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeySystem
 import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where the agent's log lines go: one file descriptor, one `write(2)` per line.
 ///
@@ -34,7 +35,8 @@ package final class LogOutput: Sendable {
     package func write(_ line: String) {
         var line = line
         line.withUTF8 { bytes in
-            _ = Glibc.write(descriptor, bytes.baseAddress, bytes.count) // one write per line: lines from threads never interleave
+            // One write per line: lines from threads never interleave.
+            _ = Glibc.write(descriptor, bytes.baseAddress, bytes.count)
         }
         rotateIfFull()
     }
@@ -48,10 +50,11 @@ package final class LogOutput: Sendable {
         var open = stat()
         var named = stat()
         guard limit > 0,
-              fstat(descriptor, &open) == 0, open.st_mode & S_IFMT == S_IFREG,
-              lstat(path, &named) == 0, named.st_dev == open.st_dev, named.st_ino == open.st_ino else { return false }
+            fstat(descriptor, &open) == 0, open.st_mode & S_IFMT == S_IFREG,
+            lstat(path, &named) == 0, named.st_dev == open.st_dev, named.st_ino == open.st_ino
+        else { return false }
         rotation.withLock { $0 = Rotation(path: path, limit: limit) }
-        rotateIfFull() // a log an earlier agent left over the limit is rotated at once
+        rotateIfFull()  // a log an earlier agent left over the limit is rotated at once
         return true
     }
 
@@ -84,15 +87,16 @@ private struct Rotation: Sendable {
         // is cleared below before the file becomes standard error).
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.openRegularFile(FilePath(path), .writeOnly, options: [.create, .append],
-                                                      permissions: [.ownerReadWrite], owner: geteuid())
+            file = try FileDescriptor.openRegularFile(
+                FilePath(path), .writeOnly, options: [.create, .append],
+                permissions: [.ownerReadWrite], owner: geteuid())
         } catch {
             if case .system(let errno) = error.reason { return "open: \(errno)" }
             return "\(path) is not a regular file of this user"
         }
         defer { try? file.close() }
         guard fcntl(file.rawValue, F_SETFL, O_APPEND) == 0 else { return "fcntl: " + lastError() }
-        guard dup2(file.rawValue, descriptor) >= 0 else { return "dup2: " + lastError() } // dup2 clears FD_CLOEXEC
+        guard dup2(file.rawValue, descriptor) >= 0 else { return "dup2: " + lastError() }  // dup2 clears FD_CLOEXEC
         return nil
     }
 

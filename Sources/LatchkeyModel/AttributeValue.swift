@@ -53,7 +53,7 @@ package enum AttributeValue {
         out.append(0)
         switch value {
         case .string(let s):
-            out.append(0x62) // "b": bytes
+            out.append(0x62)  // "b": bytes
             out.append(contentsOf: s.utf8)
         case .data(let d):
             out.append(0x62)
@@ -62,19 +62,19 @@ package enum AttributeValue {
             out.append(0x62)
             out.append(contentsOf: littleEndianInt32(n))
         case .int(let n):
-            out.append(0x69) // "i"
+            out.append(0x69)  // "i"
             out.append(contentsOf: bigEndian64(UInt64(bitPattern: n)))
         case .bool(let b):
             out.append(0x69)
             out.append(contentsOf: bigEndian64(b ? 1 : 0))
         case .double(let d):
-            out.append(0x66) // "f"
+            out.append(0x66)  // "f"
             out.append(contentsOf: bigEndian64(d.bitPattern))
         case .date(let t):
-            out.append(0x64) // "d"
+            out.append(0x64)  // "d"
             out.append(contentsOf: bigEndian64(t.bitPattern))
         case .array, .dictionary, .null:
-            out.append(0x3F) // never produced by coerce(); kept distinct so it matches nothing real
+            out.append(0x3F)  // never produced by coerce(); kept distinct so it matches nothing real
         }
         return out
     }

@@ -31,13 +31,13 @@ package enum DictionaryParser {
                 continue
             }
             switch key.first {
-            case "c": continue // the class, already read
+            case "c": continue  // the class, already read
             case "m": throw .param("search key '\(key)' is not allowed in SecItemAdd")
             case "r": try setReturn(key, value, &request.returns)
             case "v":
                 switch key {
                 case SecKeys.valueData: request.data = try dataValue(value, key)
-                case SecKeys.valueRef: continue // parsed above
+                case SecKeys.valueRef: continue  // parsed above
                 case SecKeys.valuePersistentRef: throw .param("kSecValuePersistentRef is not allowed in SecItemAdd")
                 default: throw .param("unknown value key '\(key)'")
                 }
@@ -50,7 +50,9 @@ package enum DictionaryParser {
     }
 
     /// Parses a query dictionary for SecItemCopyMatching, SecItemUpdate or SecItemDelete.
-    package static func parseQuery(_ dictionary: SecDictionary, for operation: QueryOperation) throws(SecError) -> ItemQuery {
+    package static func parseQuery(_ dictionary: SecDictionary, for operation: QueryOperation) throws(SecError)
+        -> ItemQuery
+    {
         try checkShape(dictionary)
         var persistentRef: PersistentRef?
         if let refValue = dictionary[SecKeys.valuePersistentRef] {
@@ -82,7 +84,9 @@ package enum DictionaryParser {
             case "c": continue
             case "m":
                 guard operation == .copyMatching else {
-                    throw .param("search key '\(key)' is not allowed in \(operation == .update ? "SecItemUpdate" : "SecItemDelete")")
+                    throw .param(
+                        "search key '\(key)' is not allowed in \(operation == .update ? "SecItemUpdate" : "SecItemDelete")"
+                    )
                 }
                 try applyMatchKey(key, value, itemClass: itemClass, &query)
             case "r":
@@ -91,12 +95,12 @@ package enum DictionaryParser {
                 switch operation {
                 case .copyMatching: query.returns = flags
                 case .update where !flags.isEmpty: throw .param("return key '\(key)' is not allowed in SecItemUpdate")
-                case .update, .delete: continue // ignored by delete, as in securityd
+                case .update, .delete: continue  // ignored by delete, as in securityd
                 }
             case "v":
                 switch key {
-                case SecKeys.valueData: continue // accepted, never a match criterion
-                case SecKeys.valuePersistentRef, SecKeys.valueRef: continue // parsed above
+                case SecKeys.valueData: continue  // accepted, never a match criterion
+                case SecKeys.valuePersistentRef, SecKeys.valueRef: continue  // parsed above
                 default: throw .param("unknown value key '\(key)'")
                 }
             case "u":
@@ -111,14 +115,16 @@ package enum DictionaryParser {
         if persistentRef != nil {
             guard !sawAttribute else { throw .param("kSecValuePersistentRef cannot be combined with attributes") }
             guard reference == nil else { throw .param("kSecValuePersistentRef cannot be combined with kSecValueRef") }
-            query.synchronizable = nil // a persistent reference names one item, synchronizable or not
+            query.synchronizable = nil  // a persistent reference names one item, synchronizable or not
         }
         return query
     }
 
     /// Parses the `attributesToUpdate` dictionary of SecItemUpdate: attributes of the class and
     /// `kSecValueData` only; any other key is errSecNoSuchAttr, as in securityd.
-    package static func parseChanges(_ dictionary: SecDictionary, itemClass: ItemClass) throws(SecError) -> AttributeChanges {
+    package static func parseChanges(_ dictionary: SecDictionary, itemClass: ItemClass) throws(SecError)
+        -> AttributeChanges
+    {
         try checkShape(dictionary)
         var changes = AttributeChanges()
         for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
@@ -157,8 +163,10 @@ package enum DictionaryParser {
     /// The stored class a dictionary works on, and whether it is the virtual identity class (whose
     /// stored half is the certificate). Without `kSecClass` the class comes from the persistent
     /// reference or from `kSecValueRef`, as Apple infers it.
-    static func classOf(_ dictionary: SecDictionary, persistentRef: PersistentRef?,
-                        reference: ItemReference?) throws(SecError) -> (ItemClass, identity: Bool) {
+    static func classOf(
+        _ dictionary: SecDictionary, persistentRef: PersistentRef?,
+        reference: ItemReference?
+    ) throws(SecError) -> (ItemClass, identity: Bool) {
         let name: String
         if let value = dictionary[SecKeys.itemClass] {
             guard case .string(let given) = value else { throw .param("kSecClass must be a string") }
@@ -173,7 +181,8 @@ package enum DictionaryParser {
         // An identity query may name its certificate (Apple's client turns it into the certificate's
         // attributes); otherwise the reference's class must be the dictionary's.
         if let reference, reference.className != name,
-           !(name == SecKeys.classIdentity && reference.className == SecKeys.classCertificate) {
+            !(name == SecKeys.classIdentity && reference.className == SecKeys.classCertificate)
+        {
             throw .param("kSecValueRef is a \(reference.className) reference but kSecClass is '\(name)'")
         }
         if name == SecKeys.classIdentity {
@@ -200,11 +209,13 @@ package enum DictionaryParser {
         case ignored
     }
 
-    static func attribute(_ key: String, _ value: SecValue, itemClass: ItemClass, query: Bool,
-                          identity: Bool = false) throws(SecError) -> AttributeOutcome {
+    static func attribute(
+        _ key: String, _ value: SecValue, itemClass: ItemClass, query: Bool,
+        identity: Bool = false
+    ) throws(SecError) -> AttributeOutcome {
         switch key {
         case SecKeys.useDataProtectionKeychain:
-            return .ignored // kSecUseDataProtectionKeychain: a no-op here, as in securityd
+            return .ignored  // kSecUseDataProtectionKeychain: a no-op here, as in securityd
         case SecAttr.accessible:
             guard case .string(let pdmn) = value, let cls = ProtectionClass(pdmn: pdmn) else {
                 throw .param("kSecAttrAccessible has an unknown value")
@@ -249,7 +260,9 @@ package enum DictionaryParser {
         return bytes
     }
 
-    static func applyMatchKey(_ key: String, _ value: SecValue, itemClass: ItemClass, _ query: inout ItemQuery) throws(SecError) {
+    static func applyMatchKey(_ key: String, _ value: SecValue, itemClass: ItemClass, _ query: inout ItemQuery)
+        throws(SecError)
+    {
         switch key {
         case SecKeys.matchLimit:
             switch value {
@@ -259,10 +272,10 @@ package enum DictionaryParser {
             default: throw .param("kSecMatchLimit has an invalid value")
             }
         case SecKeys.matchCaseInsensitive, SecKeys.matchItemList:
-            return // recorded but not used by securityd: matching is exact
+            return  // recorded but not used by securityd: matching is exact
         case SecKeys.matchPolicy, SecKeys.matchIssuers, SecKeys.matchEmailAddressIfPresent,
-             SecKeys.matchSubjectContains, SecKeys.matchSubjectStartsWith, SecKeys.matchSubjectEndsWith,
-             SecKeys.matchSubjectWholeString, SecKeys.matchTrustedOnly, SecKeys.matchValidOnDate:
+            SecKeys.matchSubjectContains, SecKeys.matchSubjectStartsWith, SecKeys.matchSubjectEndsWith,
+            SecKeys.matchSubjectWholeString, SecKeys.matchTrustedOnly, SecKeys.matchValidOnDate:
             throw SecError(SecStatus.unimplemented, "'\(key)' applies to certificates and identities only")
         case SecKeys.matchHostOrSubdomainOfHost:
             throw SecError(SecStatus.unimplemented, "'\(key)' is not supported yet")

@@ -62,8 +62,10 @@ package struct KeyReference: Sendable, Equatable {
     package static let classPublic: Int64 = 0
     package static let classPrivate: Int64 = 1
 
-    package init(keyType: Int64, keyClass: Int64, sizeInBits: Int64, publicKey: [UInt8], material: [UInt8]? = nil,
-                persistentRef: [UInt8]? = nil, extractable: Bool = true) {
+    package init(
+        keyType: Int64, keyClass: Int64, sizeInBits: Int64, publicKey: [UInt8], material: [UInt8]? = nil,
+        persistentRef: [UInt8]? = nil, extractable: Bool = true
+    ) {
         self.keyType = keyType
         self.keyClass = keyClass
         self.sizeInBits = sizeInBits
@@ -111,24 +113,30 @@ extension ItemReference {
         case .key(let key):
             return .dictionary(Self.fields(key))
         case .identity(let certificate, let key):
-            return .dictionary([SecKeys.itemClass: .string(SecKeys.classIdentity),
-                                Field.certificate: .dictionary(Self.fields(certificate)),
-                                Field.key: .dictionary(Self.fields(key))])
+            return .dictionary([
+                SecKeys.itemClass: .string(SecKeys.classIdentity),
+                Field.certificate: .dictionary(Self.fields(certificate)),
+                Field.key: .dictionary(Self.fields(key)),
+            ])
         }
     }
 
     private static func fields(_ certificate: CertificateReference) -> SecDictionary {
-        var fields: SecDictionary = [SecKeys.itemClass: .string(SecKeys.classCertificate),
-                                     SecKeys.valueData: .data(certificate.der)]
+        var fields: SecDictionary = [
+            SecKeys.itemClass: .string(SecKeys.classCertificate),
+            SecKeys.valueData: .data(certificate.der),
+        ]
         if let ref = certificate.persistentRef { fields[SecKeys.valuePersistentRef] = .data(ref) }
         return fields
     }
 
     private static func fields(_ key: KeyReference) -> SecDictionary {
-        var fields: SecDictionary = [SecKeys.itemClass: .string(SecKeys.classKey),
-                                     SecAttr.keyType: .int(key.keyType), SecAttr.keyClass: .int(key.keyClass),
-                                     SecAttr.keySizeInBits: .int(key.sizeInBits), Field.publicKey: .data(key.publicKey),
-                                     Field.extractable: .int(key.extractable ? 1 : 0)]
+        var fields: SecDictionary = [
+            SecKeys.itemClass: .string(SecKeys.classKey),
+            SecAttr.keyType: .int(key.keyType), SecAttr.keyClass: .int(key.keyClass),
+            SecAttr.keySizeInBits: .int(key.sizeInBits), Field.publicKey: .data(key.publicKey),
+            Field.extractable: .int(key.extractable ? 1 : 0),
+        ]
         if let material = key.material { fields[SecKeys.valueData] = .data(material) }
         if let ref = key.persistentRef { fields[SecKeys.valuePersistentRef] = .data(ref) }
         return fields
@@ -146,7 +154,8 @@ extension ItemReference {
             self = .key(try Self.key(fields))
         case SecKeys.classIdentity:
             guard let certificate = fields[Field.certificate], case .dictionary(let c) = certificate,
-                  let key = fields[Field.key], case .dictionary(let k) = key else {
+                let key = fields[Field.key], case .dictionary(let k) = key
+            else {
                 throw .param("an identity reference needs a certificate and a key")
             }
             self = .identity(certificate: try Self.certificate(c), key: try Self.key(k))
@@ -164,7 +173,8 @@ extension ItemReference {
 
     private static func key(_ fields: SecDictionary) throws(SecError) -> KeyReference {
         guard case .int(let type)? = fields[SecAttr.keyType], case .int(let keyClass)? = fields[SecAttr.keyClass],
-              case .int(let size)? = fields[SecAttr.keySizeInBits], case .data(let publicKey)? = fields[Field.publicKey] else {
+            case .int(let size)? = fields[SecAttr.keySizeInBits], case .data(let publicKey)? = fields[Field.publicKey]
+        else {
             throw .param("a key reference needs its type, class, size and public key")
         }
         let material = fields[SecKeys.valueData]?.dataValue
@@ -172,8 +182,9 @@ extension ItemReference {
         guard material != nil || ref != nil else { throw .param("a key reference names neither key bytes nor an item") }
         // Fails closed: anything but 1 (or true) means the key may not be exported.
         let extractable = fields[Field.extractable].map { $0 == .int(1) || $0 == .bool(true) } ?? true
-        return KeyReference(keyType: type, keyClass: keyClass, sizeInBits: size, publicKey: publicKey,
-                            material: material, persistentRef: ref, extractable: extractable)
+        return KeyReference(
+            keyType: type, keyClass: keyClass, sizeInBits: size, publicKey: publicKey,
+            material: material, persistentRef: ref, extractable: extractable)
     }
 }
 

@@ -29,7 +29,9 @@ package struct AttributeSpec: Sendable, Equatable {
     package var primaryKey: Bool
     package var defaultValue: AttributeDefault
 
-    package init(_ name: String, _ kind: AttributeKind, primaryKey: Bool = false, defaultValue: AttributeDefault = .none) {
+    package init(
+        _ name: String, _ kind: AttributeKind, primaryKey: Bool = false, defaultValue: AttributeDefault = .none
+    ) {
         self.name = name
         self.kind = kind
         self.primaryKey = primaryKey
@@ -142,8 +144,10 @@ package enum ItemSchema {
                 AttributeSpec(SecAttr.alias, .blob),
             ]
         case .key:
-            let flags = ["perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr", "drve",
-                         "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp"]
+            let flags = [
+                "perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr", "drve",
+                "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp",
+            ]
             return common + [
                 AttributeSpec(SecAttr.keyClass, .number, primaryKey: true, defaultValue: .zero),
                 AttributeSpec(SecAttr.applicationLabel, .data, primaryKey: true, defaultValue: .empty),

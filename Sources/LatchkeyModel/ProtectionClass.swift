@@ -71,7 +71,8 @@ package enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
     package var isThisDeviceOnly: Bool {
         switch self {
         case .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly,
-             .whenPasscodeSetThisDeviceOnly: true
+            .whenPasscodeSetThisDeviceOnly:
+            true
         default: false
         }
     }

@@ -59,7 +59,8 @@ package struct PersistentRef: Sendable, Equatable {
     /// Parses the bytes of a `kSecValuePersistentRef`; nil when they are not a persistent reference.
     package init?(bytes: [UInt8]) {
         guard bytes.count == 20 || bytes.count == 12,
-              let tag = String(validating: bytes[0..<4], as: UTF8.self) else { return nil }
+            let tag = String(validating: bytes[0..<4], as: UTF8.self)
+        else { return nil }
         if tag == SecKeys.classIdentity {
             itemClass = .certificate
             identity = true

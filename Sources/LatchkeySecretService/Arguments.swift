@@ -11,9 +11,10 @@ enum Arguments {
 
     /// What reading one call may build (docs/SECRET-SERVICE.md §6): the largest legitimate call is a
     /// `CreateItem` with a full attribute map (about 1,100 values) or a `GetSecrets` of 1,024 items.
-    static let limits = ReadLimits(maxValues: 4096, maxArrayElements: maxObjects,
-                                   maxStringBytes: SecretServiceLimits.maxStringBytes,
-                                   maxByteArray: SecretServiceLimits.maxSecretBytes + 2 * AES128CBC.blockSize)
+    static let limits = ReadLimits(
+        maxValues: 4096, maxArrayElements: maxObjects,
+        maxStringBytes: SecretServiceLimits.maxStringBytes,
+        maxByteArray: SecretServiceLimits.maxSecretBytes + 2 * AES128CBC.blockSize)
 
     /// For the calls that carry an attribute map (`SearchItems`, `CreateItem`, `Set`): no array may
     /// be longer than a map may be, so a huge map is refused after 256 entries, not after all of them.
@@ -35,7 +36,9 @@ enum Arguments {
 
     /// An `ao`, at most `maxObjects` long.
     static func objectPaths(_ value: BusValue) throws(BusError) -> [String] {
-        guard case .array("o", let items) = value else { throw SecretServiceErrors.invalidArgs("expected an array of object paths") }
+        guard case .array("o", let items) = value else {
+            throw SecretServiceErrors.invalidArgs("expected an array of object paths")
+        }
         guard items.count <= maxObjects else {
             throw SecretServiceErrors.invalidArgs("more than \(maxObjects) objects in one call")
         }
@@ -48,7 +51,9 @@ enum Arguments {
     /// both).
     static func bytes(_ value: BusValue, limit: Int) throws(BusError) -> [UInt8] {
         guard case .byteArray(let bytes) = value else { throw SecretServiceErrors.invalidArgs("expected a byte array") }
-        guard bytes.count <= limit else { throw SecretServiceErrors.invalidArgs("a byte array is longer than \(limit) bytes") }
+        guard bytes.count <= limit else {
+            throw SecretServiceErrors.invalidArgs("a byte array is longer than \(limit) bytes")
+        }
         return bytes
     }
 
@@ -70,8 +75,11 @@ enum Arguments {
             guard case .dictEntry(.string(let name), .string(let value)) = entry else {
                 throw SecretServiceErrors.invalidArgs("attributes must be a{ss}")
             }
-            guard name.utf8.count <= SecretServiceLimits.maxStringBytes, value.utf8.count <= SecretServiceLimits.maxStringBytes else {
-                throw SecretServiceErrors.invalidArgs("an attribute is longer than \(SecretServiceLimits.maxStringBytes) bytes")
+            guard name.utf8.count <= SecretServiceLimits.maxStringBytes,
+                value.utf8.count <= SecretServiceLimits.maxStringBytes
+            else {
+                throw SecretServiceErrors.invalidArgs(
+                    "an attribute is longer than \(SecretServiceLimits.maxStringBytes) bytes")
             }
             pairs.append(.init(name, value))
         }
@@ -104,7 +112,8 @@ enum Arguments {
     static func label(_ value: BusValue) throws(BusError) -> String {
         let label = try string(value)
         guard label.utf8.count <= SecretServiceLimits.maxStringBytes else {
-            throw SecretServiceErrors.invalidArgs("the label is longer than \(SecretServiceLimits.maxStringBytes) bytes")
+            throw SecretServiceErrors.invalidArgs(
+                "the label is longer than \(SecretServiceLimits.maxStringBytes) bytes")
         }
         return label
     }

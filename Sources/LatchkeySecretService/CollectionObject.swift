@@ -20,31 +20,42 @@ final class CollectionObject: SecretServiceObject {
         self.name = name
     }
 
-    static let interfaces = [BusInterface<CollectionObject>(SS.Interface.collection, methods: [
-        BusMethod("Delete", out: [("prompt", "o")]) { try $0.delete($1) },
-        BusMethod("SearchItems", in: [("attributes", "a{ss}")], out: [("results", "ao")],
-                  limits: Arguments.attributeLimits) { try $0.searchItems($1) },
-        // The secret's bytes are zeroed in the message as they are read, and in what was read from
-        // it once the item is stored.
-        BusMethod("CreateItem", in: [("properties", "a{sv}"), ("secret", "(oayays)"), ("replace", "b")],
-                  out: [("item", "o"), ("prompt", "o")], limits: Arguments.attributeLimits,
-                  options: .wipesByteArrays) { try $0.createItem($1) },
-    ], properties: [
-        // Without the index key the members cannot be told apart (docs/SECRET-SERVICE.md §4).
-        BusProperty("Items", "ao") { object in
-            let id = try object.id()
-            let items = object.lock().searchable ? ((try? object.engine.items(in: id)) ?? []) : []
-            return Arguments.objectPathList(items.map { ObjectPath.itemPath(id, $0.id) })
-        },
-        BusProperty("Label", "s", get: { .string(try $0.collection()?.label ?? "") }, set: { try $0.setLabel($1) }),
-        BusProperty("Locked", "b") { .boolean($0.lock().collectionsLocked) },
-        BusProperty("Created", "t") { .uint64(try $0.collection()?.created ?? 0) },
-        BusProperty("Modified", "t") { .uint64(try $0.collection()?.modified ?? 0) },
-    ], signals: [
-        BusSignal("ItemCreated", [("item", "o")]),
-        BusSignal("ItemDeleted", [("item", "o")]),
-        BusSignal("ItemChanged", [("item", "o")]),
-    ])]
+    static let interfaces = [
+        BusInterface<CollectionObject>(
+            SS.Interface.collection,
+            methods: [
+                BusMethod("Delete", out: [("prompt", "o")]) { try $0.delete($1) },
+                BusMethod(
+                    "SearchItems", in: [("attributes", "a{ss}")], out: [("results", "ao")],
+                    limits: Arguments.attributeLimits
+                ) { try $0.searchItems($1) },
+                // The secret's bytes are zeroed in the message as they are read, and in what was read from
+                // it once the item is stored.
+                BusMethod(
+                    "CreateItem", in: [("properties", "a{sv}"), ("secret", "(oayays)"), ("replace", "b")],
+                    out: [("item", "o"), ("prompt", "o")], limits: Arguments.attributeLimits,
+                    options: .wipesByteArrays
+                ) { try $0.createItem($1) },
+            ],
+            properties: [
+                // Without the index key the members cannot be told apart (docs/SECRET-SERVICE.md §4).
+                BusProperty("Items", "ao") { object in
+                    let id = try object.id()
+                    let items = object.lock().searchable ? ((try? object.engine.items(in: id)) ?? []) : []
+                    return Arguments.objectPathList(items.map { ObjectPath.itemPath(id, $0.id) })
+                },
+                BusProperty(
+                    "Label", "s", get: { .string(try $0.collection()?.label ?? "") }, set: { try $0.setLabel($1) }),
+                BusProperty("Locked", "b") { .boolean($0.lock().collectionsLocked) },
+                BusProperty("Created", "t") { .uint64(try $0.collection()?.created ?? 0) },
+                BusProperty("Modified", "t") { .uint64(try $0.collection()?.modified ?? 0) },
+            ],
+            signals: [
+                BusSignal("ItemCreated", [("item", "o")]),
+                BusSignal("ItemDeleted", [("item", "o")]),
+                BusSignal("ItemChanged", [("item", "o")]),
+            ])
+    ]
 
     /// The collection's id; NoSuchObject when the path names none.
     func id() throws -> String {
@@ -87,10 +98,12 @@ final class CollectionObject: SecretServiceObject {
         service.log.info("Secret Service: deleted the collection '\(id)' and its \(deleted.count) items")
         for item in deleted {
             for path in paths {
-                service.emit(bus, path, SS.Interface.collection, "ItemDeleted", [.objectPath(ObjectPath.itemPath(id, item))])
+                service.emit(
+                    bus, path, SS.Interface.collection, "ItemDeleted", [.objectPath(ObjectPath.itemPath(id, item))])
             }
         }
-        service.emit(bus, SS.root, SS.Interface.service, "CollectionDeleted", [.objectPath(ObjectPath.collectionPath(id))])
+        service.emit(
+            bus, SS.root, SS.Interface.service, "CollectionDeleted", [.objectPath(ObjectPath.collectionPath(id))])
         service.propertiesChanged(bus, SS.root, SS.Interface.service, invalidated: ["Collections"])
         try call.reply([.objectPath(SS.noObject)])
     }
@@ -108,8 +121,9 @@ final class CollectionObject: SecretServiceObject {
         let replace = try call.boolean(2)
         let secret = try sessions.decode(call.arguments[1], caller: call.sender)
         defer { secret.wipe() }
-        let (item, created) = try engine.createItem(in: id, label: label, attributes: attributes, secret: secret,
-                                                   replace: replace)
+        let (item, created) = try engine.createItem(
+            in: id, label: label, attributes: attributes, secret: secret,
+            replace: replace)
         try call.reply([.objectPath(ObjectPath.itemPath(id, item)), .objectPath(SS.noObject)])
         service.itemSignal(bus, created ? "ItemCreated" : "ItemChanged", collection: id, item: item)
     }
@@ -121,6 +135,7 @@ final class CollectionObject: SecretServiceObject {
         for path in service.paths(ofCollection: id, state) {
             service.propertiesChanged(bus, path, SS.Interface.collection, changed: [("Label", value)])
         }
-        service.emit(bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(id))])
+        service.emit(
+            bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(id))])
     }
 }

@@ -21,23 +21,33 @@ final class ItemObject: SecretServiceObject {
         self.id = id
     }
 
-    static let interfaces = [BusInterface<ItemObject>(SS.Interface.item, methods: [
-        BusMethod("Delete", out: [("Prompt", "o")]) { try $0.delete($1) },
-        // The hot path: the engine checks membership and lock state itself, in one pass.
-        BusMethod("GetSecret", in: [("session", "o")], out: [("secret", "(oayays)")], options: .checksObjectItself) {
-            try $0.getSecret($1)
-        },
-        // The secret's bytes are zeroed in the message as they are read, and in what was read from
-        // it once the item is stored.
-        BusMethod("SetSecret", in: [("secret", "(oayays)")], options: .wipesByteArrays) { try $0.setSecret($1) },
-    ], properties: [
-        BusProperty("Locked", "b") { .boolean(try $0.properties().locked) },
-        BusProperty("Attributes", "a{ss}", get: { Arguments.attributesValue(try $0.properties().attributes) },
+    static let interfaces = [
+        BusInterface<ItemObject>(
+            SS.Interface.item,
+            methods: [
+                BusMethod("Delete", out: [("Prompt", "o")]) { try $0.delete($1) },
+                // The hot path: the engine checks membership and lock state itself, in one pass.
+                BusMethod(
+                    "GetSecret", in: [("session", "o")], out: [("secret", "(oayays)")], options: .checksObjectItself
+                ) {
+                    try $0.getSecret($1)
+                },
+                // The secret's bytes are zeroed in the message as they are read, and in what was read from
+                // it once the item is stored.
+                BusMethod("SetSecret", in: [("secret", "(oayays)")], options: .wipesByteArrays) {
+                    try $0.setSecret($1)
+                },
+            ],
+            properties: [
+                BusProperty("Locked", "b") { .boolean(try $0.properties().locked) },
+                BusProperty(
+                    "Attributes", "a{ss}", get: { Arguments.attributesValue(try $0.properties().attributes) },
                     set: { try $0.setAttributes($1) }),
-        BusProperty("Label", "s", get: { .string(try $0.properties().label) }, set: { try $0.setLabel($1) }),
-        BusProperty("Created", "t") { .uint64(try $0.properties().created) },
-        BusProperty("Modified", "t") { .uint64(try $0.properties().modified) },
-    ])]
+                BusProperty("Label", "s", get: { .string(try $0.properties().label) }, set: { try $0.setLabel($1) }),
+                BusProperty("Created", "t") { .uint64(try $0.properties().created) },
+                BusProperty("Modified", "t") { .uint64(try $0.properties().modified) },
+            ])
+    ]
 
     /// What the properties say. A locked item's label and attributes are sealed under a key that is
     /// not held: they read as empty, and `Locked` says why (docs/SECRET-SERVICE.md §4).
@@ -48,7 +58,8 @@ final class ItemObject: SecretServiceObject {
         var created: UInt64
         var modified: UInt64
 
-        static let ofLockedItem = Properties(locked: true, attributes: SecretAttributes(), label: "", created: 0, modified: 0)
+        static let ofLockedItem = Properties(
+            locked: true, attributes: SecretAttributes(), label: "", created: 0, modified: 0)
     }
 
     /// The item's record; NoSuchObject when the path names no item, IsLocked when that cannot be told.
@@ -86,10 +97,12 @@ final class ItemObject: SecretServiceObject {
     private func readProperties() throws -> Properties {
         let info = try info()
         guard !info.locked else { return .ofLockedItem }
-        switch Result(catching: { () throws(SecError) -> SecretServiceItem in try engine.item(id, in: info.collection) }) {
+        switch Result(catching: { () throws(SecError) -> SecretServiceItem in try engine.item(id, in: info.collection) }
+        ) {
         case .success(let item):
-            return Properties(locked: false, attributes: item.attributes, label: item.label, created: item.created,
-                              modified: item.modified)
+            return Properties(
+                locked: false, attributes: item.attributes, label: item.label, created: item.created,
+                modified: item.modified)
         case .failure(let error):
             // Locked between the two calls: as any locked item.
             if error.status == SecStatus.interactionNotAllowed { return .ofLockedItem }
@@ -126,7 +139,8 @@ final class ItemObject: SecretServiceObject {
     func setLabel(_ value: BusValue) throws {
         let info = try info()
         try engine.updateItem(id, in: info.collection, label: try Arguments.label(value))
-        service.propertiesChanged(bus, ObjectPath.itemPath(info.collection, id), SS.Interface.item, changed: [("Label", value)])
+        service.propertiesChanged(
+            bus, ObjectPath.itemPath(info.collection, id), SS.Interface.item, changed: [("Label", value)])
         service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
     }
 
@@ -134,8 +148,9 @@ final class ItemObject: SecretServiceObject {
         let info = try info()
         let attributes = try Arguments.attributes(value)
         try engine.updateItem(id, in: info.collection, attributes: attributes)
-        service.propertiesChanged(bus, ObjectPath.itemPath(info.collection, id), SS.Interface.item,
-                                  changed: [("Attributes", Arguments.attributesValue(attributes))])
+        service.propertiesChanged(
+            bus, ObjectPath.itemPath(info.collection, id), SS.Interface.item,
+            changed: [("Attributes", Arguments.attributesValue(attributes))])
         service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
     }
 }

@@ -20,12 +20,17 @@ final class PromptObject: SecretServiceObject {
         self.caller = caller
     }
 
-    static let interfaces = [BusInterface<PromptObject>(SS.Interface.prompt, methods: [
-        BusMethod("Prompt", in: [("window-id", "s")]) { try $0.prompt($1) },
-        BusMethod("Dismiss") { try $0.dismiss($1) },
-    ], signals: [
-        BusSignal("Completed", [("dismissed", "b"), ("result", "v")]),
-    ])]
+    static let interfaces = [
+        BusInterface<PromptObject>(
+            SS.Interface.prompt,
+            methods: [
+                BusMethod("Prompt", in: [("window-id", "s")]) { try $0.prompt($1) },
+                BusMethod("Dismiss") { try $0.dismiss($1) },
+            ],
+            signals: [
+                BusSignal("Completed", [("dismissed", "b"), ("result", "v")])
+            ])
+    ]
 
     private func resolve() throws -> PromptRegistry.Prompt {
         if let resolved { return resolved }
@@ -52,15 +57,18 @@ final class PromptObject: SecretServiceObject {
         // The caller's name comes from /proc and can be chosen by the caller: say so, and keep it
         // well inside an Assuan line (about 1,000 bytes).
         let caller = String(service.describeCaller(call.sender, bus).prefix(300))
-        let description = "A program identifying as \(caller) wants to unlock your keychain. "
+        let description =
+            "A program identifying as \(caller) wants to unlock your keychain. "
             + "Enter the keychain password to allow it."
         let prompter = service.prompter, keychain = service.keychain
         let connection = service.connection, log = service.log
         // The prompter talks to the bus the service is on (pinentry-gnome3 needs it).
         let busAddress: String? = if case .address(let address) = connection.endpoint { address } else { nil }
         let started = startDetachedThread {
-            let outcome = prompter.run(description: description, cancellation: cancellation,
-                                       busAddress: busAddress) { password in
+            let outcome = prompter.run(
+                description: description, cancellation: cancellation,
+                busAddress: busAddress
+            ) { password in
                 do {
                     try keychain.unlock(password: password)
                     return true
@@ -108,7 +116,9 @@ extension SecretService {
                 do {
                     result = .objectPath(try createCollection(label: label, alias: alias, bus))
                 } catch {
-                    log.warning("Secret Service: creating a collection after unlocking failed: \(SecretServiceErrors.map(error))")
+                    log.warning(
+                        "Secret Service: creating a collection after unlocking failed: \(SecretServiceErrors.map(error))"
+                    )
                 }
             }
             log.info("Secret Service: unlocked through a prompt")

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeySecrets
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Asks for the keychain password through an external program that speaks the pinentry (Assuan)
 /// protocol (docs/SECRET-SERVICE.md §5): `pinentry` by default, or the command given with
@@ -39,12 +40,15 @@ package struct PinentryPrompter: Sendable {
     /// thread), until it returns true. Blocks; `cancellation` ends it from another thread.
     /// `busAddress` is the bus the service runs on, handed to the prompter as
     /// `DBUS_SESSION_BUS_ADDRESS` (nil: the agent's own variable, if any).
-    func run(description: String, cancellation: PromptCancellation, busAddress: String? = nil,
-             verify: (SecretBytes) -> Bool) -> Outcome {
+    func run(
+        description: String, cancellation: PromptCancellation, busAddress: String? = nil,
+        verify: (SecretBytes) -> Bool
+    ) -> Outcome {
         let channel: PinentryChannel
         do {
-            channel = try PinentryChannel(command: command, timeoutSeconds: timeoutSeconds, cancellation: cancellation,
-                                          environment: PrompterEnvironment.current(busAddress: busAddress))
+            channel = try PinentryChannel(
+                command: command, timeoutSeconds: timeoutSeconds, cancellation: cancellation,
+                environment: PrompterEnvironment.current(busAddress: busAddress))
         } catch {
             return cancellation.isCancelled ? .cancelled : .failed(error.message)
         }
@@ -56,7 +60,8 @@ package struct PinentryPrompter: Sendable {
             try channel.command("SETPROMPT Password:")
             for attempt in 1...Self.attempts {
                 if attempt > 1 {
-                    try channel.command("SETERROR " + Assuan.escape("Wrong password (attempt \(attempt) of \(Self.attempts))"))
+                    try channel.command(
+                        "SETERROR " + Assuan.escape("Wrong password (attempt \(attempt) of \(Self.attempts))"))
                 }
                 guard let password = try channel.getPin() else { return .cancelled }
                 if verify(password) { return .accepted }
@@ -126,8 +131,10 @@ private final class PinentryChannel {
     private let cancellation: PromptCancellation
     private var buffer: [UInt8] = []
 
-    init(command: [String], timeoutSeconds: Int, cancellation: PromptCancellation,
-         environment: [String]) throws(PrompterError) {
+    init(
+        command: [String], timeoutSeconds: Int, cancellation: PromptCancellation,
+        environment: [String]
+    ) throws(PrompterError) {
         self.timeoutSeconds = timeoutSeconds
         self.cancellation = cancellation
         // Never reallocated (it holds at most maxLine bytes and one chunk), so no copy of a password
@@ -153,7 +160,8 @@ private final class PinentryChannel {
         Glibc.close(pair[1])
         guard spawned == 0 else {
             Glibc.close(pair[0])
-            throw PrompterError(message: "cannot run the prompter '\(command[0])': \(String(cString: strerror(spawned)))")
+            throw PrompterError(
+                message: "cannot run the prompter '\(command[0])': \(String(cString: strerror(spawned)))")
         }
         fd = pair[0]
         pid = child
@@ -255,10 +263,14 @@ private final class PinentryChannel {
                 buffer.removeFirst(newline + 1)
                 return line
             }
-            guard buffer.count < Self.maxLine else { throw PrompterError(message: "the prompter sent an over-long line") }
+            guard buffer.count < Self.maxLine else {
+                throw PrompterError(message: "the prompter sent an over-long line")
+            }
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
-            guard now.tv_sec < end else { throw PrompterError(message: "the prompter did not answer within \(timeoutSeconds) s") }
+            guard now.tv_sec < end else {
+                throw PrompterError(message: "the prompter did not answer within \(timeoutSeconds) s")
+            }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, 1000)
             if ready < 0 && errno != EINTR { throw PrompterError(message: "poll: \(String(cString: strerror(errno)))") }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeySystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Lets another thread end a running prompt (`Dismiss`, or the client leaving the bus), and owns the
 /// right to signal the prompter's process.
@@ -86,11 +87,11 @@ enum PrompterProcess {
 enum PrompterEnvironment {
     /// Passed when the agent has them.
     static let names: Set<String> = [
-        "PATH", "HOME", "XDG_RUNTIME_DIR",                  // finding programs, settings, the Wayland socket
-        "DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY",          // graphical pinentries
-        "DBUS_SESSION_BUS_ADDRESS",                          // pinentry-gnome3 asks gcr over the session bus
-        "GPG_TTY", "TERM",                                   // pinentry-curses and -tty
-        "LANG", "LANGUAGE",                                  // the prompt's language
+        "PATH", "HOME", "XDG_RUNTIME_DIR",  // finding programs, settings, the Wayland socket
+        "DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY",  // graphical pinentries
+        "DBUS_SESSION_BUS_ADDRESS",  // pinentry-gnome3 asks gcr over the session bus
+        "GPG_TTY", "TERM",  // pinentry-curses and -tty
+        "LANG", "LANGUAGE",  // the prompt's language
     ]
     /// Passed too: the locale categories, and variables meant for the prompter itself (such as
     /// `LATCHKEY_PROMPTER_FILE` of contrib/dbus/latchkey-file-prompter).
@@ -107,7 +108,8 @@ enum PrompterEnvironment {
             guard let equals = entry.firstIndex(of: "=") else { continue }
             let name = String(entry[..<equals])
             guard names.contains(name) || prefixes.contains(where: { name.hasPrefix($0) }),
-                  seen.insert(name).inserted else { continue }
+                seen.insert(name).inserted
+            else { continue }
             if name == "DBUS_SESSION_BUS_ADDRESS", busAddress != nil { continue }
             result.append(entry)
         }

@@ -30,7 +30,8 @@ final class PromptRegistry {
     /// A new prompt's path; nil when the client has too many.
     func add(owner: String, action: Action) -> String? {
         guard prompts.count < Self.maxTotal,
-              prompts.values.filter({ $0.owner == owner }).count < Self.maxPerClient else { return nil }
+            prompts.values.filter({ $0.owner == owner }).count < Self.maxPerClient
+        else { return nil }
         let n = next
         next += 1
         prompts[n] = Prompt(owner: owner, action: action)

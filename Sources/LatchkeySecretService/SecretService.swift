@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyDBus
 import LatchkeyEngine
 import LatchkeyModel
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The freedesktop.org Secret Service on a D-Bus connection, backed by the keychain engine
 /// (docs/SECRET-SERVICE.md).
@@ -44,9 +45,11 @@ package final class SecretService: @unchecked Sendable {
     /// Connects to `endpoint`, serves the objects and claims `org.freedesktop.secrets` (without
     /// replacing or queueing behind an owner). `onDisconnect` runs once if the bus goes away later.
     /// The service logs to `log`, never a secret.
-    package static func start(on endpoint: BusEndpoint, keychain: Keychain, prompter: PinentryPrompter,
-                             log: Logger,
-                             onDisconnect: (@Sendable () -> Void)? = nil) throws(StartError) -> SecretService {
+    package static func start(
+        on endpoint: BusEndpoint, keychain: Keychain, prompter: PinentryPrompter,
+        log: Logger,
+        onDisconnect: (@Sendable () -> Void)? = nil
+    ) throws(StartError) -> SecretService {
         let connection: BusConnection
         do {
             connection = try BusConnection(endpoint) { error in
@@ -62,8 +65,11 @@ package final class SecretService: @unchecked Sendable {
         do {
             try connection.sync { bus in
                 try bus.addFallback(prefix: SS.root) { [service] call in try service.dispatch(call, bus) }
-                try bus.addMatch(Bus.signalRule(sender: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
-                                                member: "NameOwnerChanged")) { [service] message in
+                try bus.addMatch(
+                    Bus.signalRule(
+                        sender: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
+                        member: "NameOwnerChanged")
+                ) { [service] message in
                     service.nameOwnerChanged(message)
                 }
                 service.lastLockState = service.engine.lockState()
@@ -72,14 +78,15 @@ package final class SecretService: @unchecked Sendable {
             connection.close()
             throw .failed("cannot serve the Secret Service objects: \(error)")
         }
-        let claimed: Result<Void, StartError> = (try? connection.sync { bus -> Result<Void, StartError> in
-            do {
-                try bus.requestName(SS.busName)
-                return .success(())
-            } catch {
-                return .failure(.nameTaken(Self.describeOwner(of: SS.busName, on: bus, error: error)))
-            }
-        }) ?? .failure(.failed("the bus connection closed"))
+        let claimed: Result<Void, StartError> =
+            (try? connection.sync { bus -> Result<Void, StartError> in
+                do {
+                    try bus.requestName(SS.busName)
+                    return .success(())
+                } catch {
+                    return .failure(.nameTaken(Self.describeOwner(of: SS.busName, on: bus, error: error)))
+                }
+            }) ?? .failure(.failed("the bus connection closed"))
         if case .failure(let error) = claimed {
             connection.close()
             throw error
@@ -93,8 +100,10 @@ package final class SecretService: @unchecked Sendable {
         return service
     }
 
-    init(connection: BusConnection, keychain: Keychain, prompter: PinentryPrompter,
-         log: Logger) {
+    init(
+        connection: BusConnection, keychain: Keychain, prompter: PinentryPrompter,
+        log: Logger
+    ) {
         self.connection = connection
         self.keychain = keychain
         self.engine = keychain.secretService
@@ -126,7 +135,9 @@ package final class SecretService: @unchecked Sendable {
             // The nodes between the service and its objects, for tools that walk the tree.
             let nodes = [SS.collectionPrefix, SS.aliasPrefix, SS.sessionPrefix, SS.promptPrefix]
             let interface = call.interface
-            if nodes.contains(path), call.member == "Introspect", interface == nil || interface == SS.Interface.introspectable {
+            if nodes.contains(path), call.member == "Introspect",
+                interface == nil || interface == SS.Interface.introspectable
+            {
                 try call.reply([.string(BusIntrospection.document())])
                 return .handled
             }
@@ -182,7 +193,9 @@ package final class SecretService: @unchecked Sendable {
     /// An item a path names; NoSuchObject when there is none.
     func itemInfo(_ name: ObjectPath.CollectionName, _ id: [UInt8]) throws -> SecretServiceItemInfo {
         let collection = try collectionID(name)
-        switch Result(catching: { () throws(SecError) -> SecretServiceItemInfo? in try engine.info(item: id, in: collection) }) {
+        switch Result(catching: { () throws(SecError) -> SecretServiceItemInfo? in
+            try engine.info(item: id, in: collection)
+        }) {
         case .success(let info?): return info
         case .success(nil): throw SecretServiceErrors.noSuchObject("no such item")
         case .failure(let error):
@@ -194,7 +207,8 @@ package final class SecretService: @unchecked Sendable {
 
     /// Every path a collection is known by: its own and its aliases'.
     func paths(ofCollection id: String, _ state: SecretServiceState) -> [String] {
-        [ObjectPath.collectionPath(id)] + state.aliases.filter { $0.value == id }.keys.sorted().map(ObjectPath.aliasPath)
+        [ObjectPath.collectionPath(id)]
+            + state.aliases.filter { $0.value == id }.keys.sorted().map(ObjectPath.aliasPath)
     }
 
     // MARK: - Signals
@@ -207,13 +221,17 @@ package final class SecretService: @unchecked Sendable {
         }
     }
 
-    func propertiesChanged(_ bus: Bus, _ path: String, _ interface: String, changed: [(String, BusValue)] = [],
-                           invalidated: [String] = []) {
-        emit(bus, path, SS.Interface.properties, "PropertiesChanged", [
-            .string(interface),
-            .dictionary(keyType: "s", valueType: "v", changed.map { (.string($0.0), .variant($0.1)) }),
-            .strings(invalidated),
-        ])
+    func propertiesChanged(
+        _ bus: Bus, _ path: String, _ interface: String, changed: [(String, BusValue)] = [],
+        invalidated: [String] = []
+    ) {
+        emit(
+            bus, path, SS.Interface.properties, "PropertiesChanged",
+            [
+                .string(interface),
+                .dictionary(keyType: "s", valueType: "v", changed.map { (.string($0.0), .variant($0.1)) }),
+                .strings(invalidated),
+            ])
     }
 
     /// ItemCreated/ItemDeleted/ItemChanged on the collection's paths, and the Items property.
@@ -231,7 +249,8 @@ package final class SecretService: @unchecked Sendable {
         switch change {
         case .added(let id), .changed(let id):
             let state = (try? currentState()) ?? .initial
-            guard let collection = state.collections.first(where: { (try? engine.info(item: id, in: $0.id)) != nil }) else {
+            guard let collection = state.collections.first(where: { (try? engine.info(item: id, in: $0.id)) != nil })
+            else {
                 return
             }
             if case .added = change {
@@ -252,11 +271,14 @@ package final class SecretService: @unchecked Sendable {
         let state = (try? currentState()) ?? .initial
         for collection in state.collections {
             for path in paths(ofCollection: collection.id, state) {
-                propertiesChanged(bus, path, SS.Interface.collection, changed: [("Locked", .boolean(now.collectionsLocked))],
-                                  invalidated: ["Items"])
+                propertiesChanged(
+                    bus, path, SS.Interface.collection, changed: [("Locked", .boolean(now.collectionsLocked))],
+                    invalidated: ["Items"])
             }
         }
-        emit(bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(SecretServiceKeychain.login))])
+        emit(
+            bus, SS.root, SS.Interface.service, "CollectionChanged",
+            [.objectPath(ObjectPath.collectionPath(SecretServiceKeychain.login))])
     }
 
     /// `Locked` changes are announced when the engine reports a change of the keys it holds (lock,
@@ -273,7 +295,8 @@ package final class SecretService: @unchecked Sendable {
     /// A connection left the bus: its sessions close and its prompts are dismissed.
     func nameOwnerChanged(_ message: BusMessage) {
         guard message.sender == SS.daemon, let arguments = try? message.arguments(), arguments.count == 3,
-              let name = arguments[0].string, name.hasPrefix(":"), arguments[2].string == "" else { return }
+            let name = arguments[0].string, name.hasPrefix(":"), arguments[2].string == ""
+        else { return }
         sessions.closeAll(owner: name)
         prompts.removeAll(owner: name)
     }
@@ -281,9 +304,12 @@ package final class SecretService: @unchecked Sendable {
     /// "pid 812 (gnome-keyring-d, /usr/bin/gnome-keyring-daemon)" for the owner of `name`, as far as
     /// the bus and /proc tell.
     static func describeOwner(of name: String, on bus: Bus, error: any Error) -> String {
-        guard let reply = try? bus.call(destination: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
-                                        member: "GetConnectionUnixProcessID", [.string(name)], timeout: .seconds(2)),
-              let pid = try? reply.arguments().first?.uint32 else {
+        guard
+            let reply = try? bus.call(
+                destination: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
+                member: "GetConnectionUnixProcessID", [.string(name)], timeout: .seconds(2)),
+            let pid = try? reply.arguments().first?.uint32
+        else {
             return "\(name) is already owned on the bus (\(error)); its owner is unknown"
         }
         return "\(name) is owned by \(describeProcess(pid_t(pid)))"
@@ -293,7 +319,8 @@ package final class SecretService: @unchecked Sendable {
         let comm = readSmallFile("/proc/\(pid)/comm")?.split(separator: "\n").first.map(String.init) ?? "?"
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
-        let exe = count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "exe unknown"
+        let exe =
+            count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "exe unknown"
         return "pid \(pid) (\(comm), \(exe))"
     }
 
@@ -308,10 +335,12 @@ package final class SecretService: @unchecked Sendable {
 
     /// The caller's process, for the prompt's description.
     func describeCaller(_ sender: String, _ bus: Bus) -> String {
-        guard let reply = try? bus.call(destination: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
-                                        member: "GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(1)),
-              let pid = try? reply.arguments().first?.uint32 else { return "an application" }
+        guard
+            let reply = try? bus.call(
+                destination: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
+                member: "GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(1)),
+            let pid = try? reply.arguments().first?.uint32
+        else { return "an application" }
         return Self.describeProcess(pid_t(pid))
     }
 }
-

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyDBus
 import LatchkeyEngine
 import LatchkeySystem
 import Logging
 import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs the Secret Service for the agent: connects to the session bus at start, logs once when there
 /// is none or another program owns the name, and connects again when a `latchkeyd` started by D-Bus
@@ -26,8 +27,10 @@ package final class SecretServiceHost: @unchecked Sendable {
 
     /// A host for `keychain`'s Secret Service; it logs to `log` (the agent's logger: info for what it
     /// did, warning for what it could not do; never a secret).
-    package init(keychain: Keychain, prompter: PinentryPrompter, runtimeDirectory: String,
-                log: Logger) {
+    package init(
+        keychain: Keychain, prompter: PinentryPrompter, runtimeDirectory: String,
+        log: Logger
+    ) {
         self.keychain = keychain
         self.prompter = prompter
         self.runtimeDirectory = runtimeDirectory
@@ -108,7 +111,9 @@ package final class SecretServiceHost: @unchecked Sendable {
         guard !bytes.isEmpty else { return nil }
         let address = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
         guard Self.isLocalSocketAddress(address) else {
-            if !address.isEmpty { log.warning("Secret Service: ignored a hand-over to a bus that is not a local socket") }
+            if !address.isEmpty {
+                log.warning("Secret Service: ignored a hand-over to a bus that is not a local socket")
+            }
             return nil
         }
         return address
@@ -124,8 +129,10 @@ package final class SecretServiceHost: @unchecked Sendable {
     /// What a `latchkeyd --secret-service-activation` does when an agent already runs: hands it the
     /// bus address from `DBUS_SESSION_BUS_ADDRESS`, waits until `org.freedesktop.secrets` has an
     /// owner, and returns the exit status (0 when it has).
-    package static func handOffActivation(runtimeDirectory: String, timeoutSeconds: Int = 10,
-                                         log: Logger) -> Int32 {
+    package static func handOffActivation(
+        runtimeDirectory: String, timeoutSeconds: Int = 10,
+        log: Logger
+    ) -> Int32 {
         guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS") else {
             log.warning("Secret Service activation: DBUS_SESSION_BUS_ADDRESS is not set")
             return 1
@@ -135,8 +142,9 @@ package final class SecretServiceHost: @unchecked Sendable {
         // Written aside and renamed, so the running agent never reads half an address; the agent's
         // runtime directory is not worth an fsync.
         do {
-            try Files.replace(FilePath(path), with: Array((address + "\n").utf8), through: FilePath(temporary),
-                              durable: false)
+            try Files.replace(
+                FilePath(path), with: Array((address + "\n").utf8), through: FilePath(temporary),
+                durable: false)
         } catch {
             // FileError names the step's file: the temporary one, or `path` for the rename.
             log.warning("Secret Service activation: cannot write \(error)")
@@ -148,15 +156,18 @@ package final class SecretServiceHost: @unchecked Sendable {
         }
         defer { bus.close() }
         for _ in 0..<(timeoutSeconds * 20) {
-            let owned = (try? bus.sync { bus -> Bool in
-                let reply = try bus.call(destination: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
-                                         member: "NameHasOwner", [.string(SS.busName)])
-                return try reply.arguments().first?.bool ?? false
-            }) ?? false
+            let owned =
+                (try? bus.sync { bus -> Bool in
+                    let reply = try bus.call(
+                        destination: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
+                        member: "NameHasOwner", [.string(SS.busName)])
+                    return try reply.arguments().first?.bool ?? false
+                }) ?? false
             if owned { return 0 }
             usleep(50_000)
         }
-        log.warning("Secret Service activation: the running agent did not take \(SS.busName) within \(timeoutSeconds) s")
+        log.warning(
+            "Secret Service activation: the running agent did not take \(SS.busName) within \(timeoutSeconds) s")
         return 1
     }
 }
@@ -165,7 +176,8 @@ extension String {
     func trimmingWhitespace() -> String {
         let scalars = unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
         return String(scalars[first...last])
     }
 }

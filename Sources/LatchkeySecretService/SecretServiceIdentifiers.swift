@@ -19,14 +19,16 @@ extension SecretServiceKeychain {
     /// Collection ids and alias names appear in object paths: `[A-Za-z0-9_]`, 1–64 bytes.
     static func validateIdentifier(_ name: String, _ what: String) throws(SecError) {
         guard !name.isEmpty, name.utf8.count <= SecretServiceLimits.maxIdentifierBytes,
-              name.utf8.allSatisfy(ObjectPath.isPathCharacter) else {
+            name.utf8.allSatisfy(ObjectPath.isPathCharacter)
+        else {
             throw .param("\(what) must be 1–\(SecretServiceLimits.maxIdentifierBytes) characters of [A-Za-z0-9_]")
         }
     }
 
     /// An id from a label: other characters become `_`, at most 48 bytes, a number appended when taken.
     static func newIdentifier(for label: String, taken state: SecretServiceState) -> String {
-        var base = String(decoding: label.utf8.prefix(48).map { ObjectPath.isPathCharacter($0) ? $0 : 0x5F }, as: UTF8.self)
+        var base = String(
+            decoding: label.utf8.prefix(48).map { ObjectPath.isPathCharacter($0) ? $0 : 0x5F }, as: UTF8.self)
         if base.isEmpty { base = "collection" }
         var candidate = base
         var n = 2

@@ -18,7 +18,8 @@ extension SecretServiceKeychain {
     /// Items whose attributes include every pair of `query`, in one collection or (nil) in all.
     /// Locked matches are found by their keyed hashes alone (docs/SECRET-SERVICE.md §2).
     package func search(_ query: SecretAttributes, in collection: String? = nil) throws(SecError)
-        -> [SecretServiceItemInfo] {
+        -> [SecretServiceItemInfo]
+    {
         try query.validate()
         return try withStorage(.readAttributes, reading: true) { storage in
             let state = try loadState(storage)
@@ -36,7 +37,8 @@ extension SecretServiceKeychain {
         try withStorage(.readAttributes, reading: true) { storage in
             let state = try loadState(storage)
             guard state.collection(collection) != nil,
-                  let member = try storage.member(id, of: collection, collections: state.collectionIDs) else {
+                let member = try storage.member(id, of: collection, collections: state.collectionIDs)
+            else {
                 return nil
             }
             return SecretServiceItemInfo(id: id, collection: collection, locked: member.locked)
@@ -48,8 +50,9 @@ extension SecretServiceKeychain {
         try withStorage(.readAttributes, reading: true) { storage in
             let entry = try openMember(id, collection, storage)
             let data = entry.data
-            return SecretServiceItem(id: id, collection: collection, label: entry.label, attributes: data.attributes,
-                                     contentType: data.contentType, created: entry.created, modified: entry.modified)
+            return SecretServiceItem(
+                id: id, collection: collection, label: entry.label, attributes: data.attributes,
+                contentType: data.contentType, created: entry.created, modified: entry.modified)
         }
     }
 
@@ -66,9 +69,12 @@ extension SecretServiceKeychain {
     /// `CreateItem`: a new WhenUnlocked generic password in `collection`, or, with `replace`, the
     /// first item there with exactly these attributes gets the new label and secret. Returns the
     /// item's id and whether it was newly made (docs/SECRET-SERVICE.md §3).
-    package func createItem(in collection: String, label: String, attributes: SecretAttributes,
-                            secret: SecretServiceSecret, replace: Bool) throws(SecError)
-        -> (id: [UInt8], created: Bool) {
+    package func createItem(
+        in collection: String, label: String, attributes: SecretAttributes,
+        secret: SecretServiceSecret, replace: Bool
+    ) throws(SecError)
+        -> (id: [UInt8], created: Bool)
+    {
         try Self.validate(label: label, attributes: attributes, secret: secret)
         return try withStorage(.add) { storage in
             let state = try loadState(storage)
@@ -83,7 +89,8 @@ extension SecretServiceKeychain {
                 return (existing.id, false)
             }
             if replace, collection == Self.login,
-               let existing = try secItemAccountItem(for: attributes, state: state, storage: storage) {
+                let existing = try secItemAccountItem(for: attributes, state: state, storage: storage)
+            {
                 // The account's SecItem item (keyring.set_password after SecItemAdd): it takes the
                 // new attributes on top of its view and stays that account's generic password.
                 var changed = existing.genericAttributes
@@ -95,15 +102,18 @@ extension SecretServiceKeychain {
                 try storage.reseal(existing, attributes: changed, data: data, secret: secret.value)
                 return (existing.id, false)
             }
-            let data = SecretServiceData(attributes: attributes, collection: collection, contentType: secret.contentType)
+            let data = SecretServiceData(
+                attributes: attributes, collection: collection, contentType: secret.contentType)
             return (try storage.insert(label: label, data: data, secret: secret.value), true)
         }
     }
 
     /// Changes an item's label, attributes and/or secret; errSecInteractionNotAllowed while it is
     /// locked.
-    package func updateItem(_ id: [UInt8], in collection: String, label: String? = nil,
-                            attributes: SecretAttributes? = nil, secret: SecretServiceSecret? = nil) throws(SecError) {
+    package func updateItem(
+        _ id: [UInt8], in collection: String, label: String? = nil,
+        attributes: SecretAttributes? = nil, secret: SecretServiceSecret? = nil
+    ) throws(SecError) {
         if let label, label.utf8.count > SecretServiceLimits.maxStringBytes { throw .param("label too long") }
         try attributes?.validate()
         if let secret { try Self.validate(secret) }
@@ -128,7 +138,8 @@ extension SecretServiceKeychain {
         try withStorage(.delete) { storage in
             let state = try loadState(storage)
             guard state.collection(collection) != nil,
-                  let member = try storage.member(id, of: collection, collections: state.collectionIDs) else {
+                let member = try storage.member(id, of: collection, collections: state.collectionIDs)
+            else {
                 throw SecError.notFound
             }
             try storage.delete(member)
@@ -138,8 +149,10 @@ extension SecretServiceKeychain {
     // MARK: - Lookups
 
     /// The items of `collection` matching `query` (every item for an empty query).
-    private func select(_ query: SecretAttributes, in collection: String, state: SecretServiceState,
-                        storage: SecretServiceStorage) throws -> [SecretServiceItemInfo] {
+    private func select(
+        _ query: SecretAttributes, in collection: String, state: SecretServiceState,
+        storage: SecretServiceStorage
+    ) throws -> [SecretServiceItemInfo] {
         try storage.select(query, in: collection, collections: state.collectionIDs).map {
             SecretServiceItemInfo(id: $0.id, collection: collection, locked: $0.locked)
         }
@@ -147,10 +160,12 @@ extension SecretServiceKeychain {
 
     /// Item `id` of `collection`, opened; errSecItemNotFound when it is not there.
     private func openMember(_ id: [UInt8], _ collection: String, _ storage: SecretServiceStorage) throws
-        -> SecretServiceEntry {
+        -> SecretServiceEntry
+    {
         let state = try loadState(storage)
         guard state.collection(collection) != nil,
-              let member = try storage.member(id, of: collection, collections: state.collectionIDs) else {
+            let member = try storage.member(id, of: collection, collections: state.collectionIDs)
+        else {
             throw SecError.notFound
         }
         return try storage.open(member)
@@ -158,8 +173,10 @@ extension SecretServiceKeychain {
 
     /// The first item of `collection` whose attribute set is `attributes` (up to a `username` that
     /// repeats `account`), if one can be read.
-    private func exactMatch(_ attributes: SecretAttributes, in collection: String, state: SecretServiceState,
-                            storage: SecretServiceStorage) throws -> SecretServiceEntry? {
+    private func exactMatch(
+        _ attributes: SecretAttributes, in collection: String, state: SecretServiceState,
+        storage: SecretServiceStorage
+    ) throws -> SecretServiceEntry? {
         let query = attributes.withoutMirroredUsername
         for match in try storage.select(query, in: collection, collections: state.collectionIDs) where !match.locked {
             guard let entry = try storage.entry(match.id) else { continue }
@@ -171,8 +188,10 @@ extension SecretServiceKeychain {
     /// The first readable item made through SecItem (no Secret Service data, or taken over this way
     /// before) whose `svce` and `acct` are the ones `attributes` define, when they define a non-empty
     /// `acct` (docs/SECRET-SERVICE.md §3).
-    private func secItemAccountItem(for attributes: SecretAttributes, state: SecretServiceState,
-                                    storage: SecretServiceStorage) throws -> SecretServiceEntry? {
+    private func secItemAccountItem(
+        for attributes: SecretAttributes, state: SecretServiceState,
+        storage: SecretServiceStorage
+    ) throws -> SecretServiceEntry? {
         guard let account = attributes.account, !account.isEmpty else { return nil }
         let service = attributes.service ?? ""
         var pairs = [SecretAttributes.Pair("account", account)]
@@ -182,8 +201,8 @@ extension SecretServiceKeychain {
             guard let entry = try storage.entry(match.id) else { continue }
             let generic = entry.genericAttributes
             guard entry.sealedData?.keepsGenericIdentity ?? true,
-                  (SecretServiceMapping.text(generic[SecAttr.service]) ?? "").utf8.elementsEqual(service.utf8),
-                  SecretServiceMapping.text(generic[SecAttr.account])?.utf8.elementsEqual(account.utf8) == true
+                (SecretServiceMapping.text(generic[SecAttr.service]) ?? "").utf8.elementsEqual(service.utf8),
+                SecretServiceMapping.text(generic[SecAttr.account])?.utf8.elementsEqual(account.utf8) == true
             else { continue }
             return entry
         }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyEngine
 import LatchkeyModel
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 extension Keychain {
     /// The keychain's Secret Service operations (docs/SECRET-SERVICE.md).
@@ -37,10 +38,13 @@ package struct SecretServiceKeychain: Sendable {
     }
 
     /// Runs `body` with the engine's storage as one request of `kind` (see `Keychain.withSecretServiceStorage`).
-    func withStorage<T>(_ kind: AccessKind, reading: Bool = false,
-                        _ body: (SecretServiceStorage) throws -> T) throws(SecError) -> T {
-        try keychain.withSecretServiceStorage(AccessRequest(kind, caller: caller, itemClass: .genericPassword),
-                                              reading: reading, body)
+    func withStorage<T>(
+        _ kind: AccessKind, reading: Bool = false,
+        _ body: (SecretServiceStorage) throws -> T
+    ) throws(SecError) -> T {
+        try keychain.withSecretServiceStorage(
+            AccessRequest(kind, caller: caller, itemClass: .genericPassword),
+            reading: reading, body)
     }
 
     /// The collections and aliases stored, or the initial ones.
@@ -56,7 +60,8 @@ package struct SecretServiceKeychain: Sendable {
 
     package func lockState() -> SecretServiceLockState {
         let held = keychain.heldKeys()
-        return SecretServiceLockState(collectionsLocked: !held.classes.contains(.whenUnlocked), searchable: held.indexKey)
+        return SecretServiceLockState(
+            collectionsLocked: !held.classes.contains(.whenUnlocked), searchable: held.indexKey)
     }
 
     // MARK: - Collections and aliases
@@ -70,7 +75,8 @@ package struct SecretServiceKeychain: Sendable {
     /// Creates a collection labelled `label`, or, when `alias` already names a collection, returns
     /// that one (`created` false). A non-empty `alias` is set to the new collection.
     package func createCollection(label: String, alias: String) throws(SecError)
-        -> (collection: SecretServiceCollection, created: Bool) {
+        -> (collection: SecretServiceCollection, created: Bool)
+    {
         guard label.utf8.count <= SecretServiceLimits.maxStringBytes else { throw .param("label too long") }
         if !alias.isEmpty { try Self.validateIdentifier(alias, "alias") }
         return try withStorage(.update) { storage in
@@ -82,8 +88,9 @@ package struct SecretServiceKeychain: Sendable {
                 throw SecError.param("at most \(SecretServiceLimits.maxCollections) collections")
             }
             let now = UInt64(max(0, Clock.now() + Clock.unixToReferenceDate))
-            let collection = SecretServiceCollection(id: Self.newIdentifier(for: label, taken: state),
-                                                     label: label, created: now, modified: now)
+            let collection = SecretServiceCollection(
+                id: Self.newIdentifier(for: label, taken: state),
+                label: label, created: now, modified: now)
             state.collections.append(collection)
             if !alias.isEmpty { state.aliases[alias] = collection.id }
             try storage.saveState(state.encoded)

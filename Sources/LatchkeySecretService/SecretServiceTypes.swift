@@ -26,7 +26,9 @@ package struct SecretServiceState: Sendable, Equatable {
 
     /// The state of a keychain on which no collection was ever created: `login`, aliased `default`.
     package static let initial = SecretServiceState(
-        collections: [SecretServiceCollection(id: SecretServiceKeychain.login, label: "Login", created: 0, modified: 0)],
+        collections: [
+            SecretServiceCollection(id: SecretServiceKeychain.login, label: "Login", created: 0, modified: 0)
+        ],
         aliases: ["default": SecretServiceKeychain.login])
 
     package func collection(_ id: String) -> SecretServiceCollection? { collections.first { $0.id == id } }

@@ -7,35 +7,53 @@ struct ServiceObject: SecretServiceObject {
     let service: SecretService
     let bus: Bus
 
-    static let interfaces = [BusInterface<ServiceObject>(SS.Interface.service, methods: [
-        BusMethod("OpenSession", in: [("algorithm", "s"), ("input", "v")], out: [("output", "v"), ("result", "o")]) {
-            try $0.openSession($1)
-        },
-        BusMethod("CreateCollection", in: [("properties", "a{sv}"), ("alias", "s")],
-                  out: [("collection", "o"), ("prompt", "o")]) { try $0.createCollection($1) },
-        BusMethod("SearchItems", in: [("attributes", "a{ss}")], out: [("unlocked", "ao"), ("locked", "ao")],
-                  limits: Arguments.attributeLimits) { try $0.searchItems($1) },
-        BusMethod("Unlock", in: [("objects", "ao")], out: [("unlocked", "ao"), ("prompt", "o")]) { try $0.unlock($1) },
-        BusMethod("Lock", in: [("objects", "ao")], out: [("locked", "ao"), ("Prompt", "o")]) { try $0.lock($1) },
-        BusMethod("GetSecrets", in: [("items", "ao"), ("session", "o")], out: [("secrets", "a{o(oayays)}")]) {
-            try $0.getSecrets($1)
-        },
-        BusMethod("ReadAlias", in: [("name", "s")], out: [("collection", "o")]) { try $0.readAlias($1) },
-        BusMethod("SetAlias", in: [("name", "s"), ("collection", "o")]) { try $0.setAlias($1) },
-    ], properties: [
-        BusProperty("Collections", "ao") { object in
-            Arguments.objectPathList(try object.service.currentState().collections.map { ObjectPath.collectionPath($0.id) })
-        },
-    ], signals: [
-        BusSignal("CollectionCreated", [("collection", "o")]),
-        BusSignal("CollectionDeleted", [("collection", "o")]),
-        BusSignal("CollectionChanged", [("collection", "o")]),
-    ])]
+    static let interfaces = [
+        BusInterface<ServiceObject>(
+            SS.Interface.service,
+            methods: [
+                BusMethod(
+                    "OpenSession", in: [("algorithm", "s"), ("input", "v")], out: [("output", "v"), ("result", "o")]
+                ) {
+                    try $0.openSession($1)
+                },
+                BusMethod(
+                    "CreateCollection", in: [("properties", "a{sv}"), ("alias", "s")],
+                    out: [("collection", "o"), ("prompt", "o")]
+                ) { try $0.createCollection($1) },
+                BusMethod(
+                    "SearchItems", in: [("attributes", "a{ss}")], out: [("unlocked", "ao"), ("locked", "ao")],
+                    limits: Arguments.attributeLimits
+                ) { try $0.searchItems($1) },
+                BusMethod("Unlock", in: [("objects", "ao")], out: [("unlocked", "ao"), ("prompt", "o")]) {
+                    try $0.unlock($1)
+                },
+                BusMethod("Lock", in: [("objects", "ao")], out: [("locked", "ao"), ("Prompt", "o")]) {
+                    try $0.lock($1)
+                },
+                BusMethod("GetSecrets", in: [("items", "ao"), ("session", "o")], out: [("secrets", "a{o(oayays)}")]) {
+                    try $0.getSecrets($1)
+                },
+                BusMethod("ReadAlias", in: [("name", "s")], out: [("collection", "o")]) { try $0.readAlias($1) },
+                BusMethod("SetAlias", in: [("name", "s"), ("collection", "o")]) { try $0.setAlias($1) },
+            ],
+            properties: [
+                BusProperty("Collections", "ao") { object in
+                    Arguments.objectPathList(
+                        try object.service.currentState().collections.map { ObjectPath.collectionPath($0.id) })
+                }
+            ],
+            signals: [
+                BusSignal("CollectionCreated", [("collection", "o")]),
+                BusSignal("CollectionDeleted", [("collection", "o")]),
+                BusSignal("CollectionChanged", [("collection", "o")]),
+            ])
+    ]
 
     func childNodes() -> [String] { ["collection", "aliases", "session", "prompt"] }
 
     func openSession(_ call: BusMethodCall) throws {
-        let (output, path) = try sessions.open(algorithm: try call.string(0), input: try call.variant(1), owner: call.sender)
+        let (output, path) = try sessions.open(
+            algorithm: try call.string(0), input: try call.variant(1), owner: call.sender)
         try call.reply([output, .objectPath(path)])
     }
 
@@ -45,7 +63,8 @@ struct ServiceObject: SecretServiceObject {
         let alias = try call.string(1)
         if !alias.isEmpty { try SecretServiceKeychain.validateAlias(alias) }
         if engine.lockState().collectionsLocked {
-            guard let prompt = prompts.add(owner: call.sender, action: .createCollection(label: label, alias: alias)) else {
+            guard let prompt = prompts.add(owner: call.sender, action: .createCollection(label: label, alias: alias))
+            else {
                 throw BusError(name: SS.ErrorName.limitsExceeded, message: "too many pending prompts")
             }
             try call.reply([.objectPath(SS.noObject), .objectPath(prompt)])
@@ -57,8 +76,10 @@ struct ServiceObject: SecretServiceObject {
 
     func searchItems(_ call: BusMethodCall) throws {
         let found = try engine.search(try Arguments.attributes(call.arguments[0]))
-        try call.reply([Arguments.objectPathList(found.filter { !$0.locked }.map { ObjectPath.itemPath($0.collection, $0.id) }),
-                        Arguments.objectPathList(found.filter(\.locked).map { ObjectPath.itemPath($0.collection, $0.id) })])
+        try call.reply([
+            Arguments.objectPathList(found.filter { !$0.locked }.map { ObjectPath.itemPath($0.collection, $0.id) }),
+            Arguments.objectPathList(found.filter(\.locked).map { ObjectPath.itemPath($0.collection, $0.id) }),
+        ])
     }
 
     func unlock(_ call: BusMethodCall) throws {
@@ -84,7 +105,9 @@ struct ServiceObject: SecretServiceObject {
 
     func lock(_ call: BusMethodCall) throws {
         let objects = try Arguments.objectPaths(call.arguments[0])
-        if service.keychain.lock(all: false) { service.log.info("Secret Service: locked WhenUnlocked classes (\(call.sender))") }
+        if service.keychain.lock(all: false) {
+            service.log.info("Secret Service: locked WhenUnlocked classes (\(call.sender))")
+        }
         let locked = objects.filter { (try? service.lockedState(of: $0)) == true }
         try call.reply([Arguments.objectPathList(locked), .objectPath(SS.noObject)])
         service.checkLockState(bus)
@@ -113,7 +136,8 @@ struct ServiceObject: SecretServiceObject {
     func readAlias(_ call: BusMethodCall) throws {
         let name = try call.string(0)
         let state = try service.currentState()
-        let path = state.aliases[name].flatMap { state.collection($0) }.map { ObjectPath.collectionPath($0.id) } ?? SS.noObject
+        let path =
+            state.aliases[name].flatMap { state.collection($0) }.map { ObjectPath.collectionPath($0.id) } ?? SS.noObject
         try call.reply([.objectPath(path)])
     }
 
@@ -128,7 +152,8 @@ struct ServiceObject: SecretServiceObject {
             }
             let id = try service.collectionID(collection)
             try engine.setAlias(name, to: id)
-            service.emit(bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(id))])
+            service.emit(
+                bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(id))])
         }
         try call.reply()
     }
@@ -183,7 +208,8 @@ extension SecretServiceKeychain {
     /// Alias names appear in object paths: `[A-Za-z0-9_]`, 1–64 bytes.
     static func validateAlias(_ name: String) throws(SecError) {
         guard !name.isEmpty, name.utf8.count <= SecretServiceLimits.maxIdentifierBytes,
-              name.utf8.allSatisfy(ObjectPath.isPathCharacter) else {
+            name.utf8.allSatisfy(ObjectPath.isPathCharacter)
+        else {
             throw .param("an alias must be 1–\(SecretServiceLimits.maxIdentifierBytes) characters of [A-Za-z0-9_]")
         }
     }

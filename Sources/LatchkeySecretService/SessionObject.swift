@@ -8,9 +8,13 @@ struct SessionObject: SecretServiceObject {
     let n: UInt64
     let caller: String
 
-    static let interfaces = [BusInterface<SessionObject>(SS.Interface.session, methods: [
-        BusMethod("Close") { try $0.close($1) },
-    ])]
+    static let interfaces = [
+        BusInterface<SessionObject>(
+            SS.Interface.session,
+            methods: [
+                BusMethod("Close") { try $0.close($1) }
+            ])
+    ]
 
     func checkExists() throws {
         guard sessions.exists(n, caller: caller) else { throw SecretServiceErrors.noSuchObject("no such session") }

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeyCrypto
 import LatchkeyDBus
 import LatchkeyEngine
 import LatchkeySecrets
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The transfer sessions clients open with `OpenSession` (docs/SECRET-SERVICE.md §6): `plain`, or
 /// `dh-ietf1024-sha256-aes128-cbc-pkcs7`. A session belongs to the connection that opened it.
@@ -112,8 +113,10 @@ final class SessionRegistry {
                 throw BusError(name: SS.ErrorName.failed, message: "cannot encrypt the secret: \(error)")
             }
         }
-        return .structure([.objectPath(sessionPath), Arguments.byteArray(parameters), Arguments.byteArray(value),
-                           .string(secret.contentType)])
+        return .structure([
+            .objectPath(sessionPath), Arguments.byteArray(parameters), Arguments.byteArray(value),
+            .string(secret.contentType),
+        ])
     }
 
     /// Reads a `(oayays)` secret sent by `caller`, decrypting it with its session. In a `plain`
@@ -140,8 +143,9 @@ final class SessionRegistry {
                 throw SecretServiceErrors.invalidArgs("the secret's parameters must be a 16-byte IV")
             }
             do {
-                return SecretServiceSecret(value: try AES128CBC.decrypt(sealed, key: key, iv: parameters),
-                                           contentType: contentType)
+                return SecretServiceSecret(
+                    value: try AES128CBC.decrypt(sealed, key: key, iv: parameters),
+                    contentType: contentType)
             } catch {
                 throw SecretServiceErrors.invalidArgs("the secret cannot be decrypted with this session's key")
             }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LatchkeySystem
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Page-locked memory for `SecretBytes`, locked once per slab and never unlocked while in use.
 ///
@@ -90,11 +91,12 @@ final class LockedArena: Sendable {
     /// memory; it is kept out of core dumps where the system allows.
     private func map(_ size: Int) -> (UnsafeMutableRawPointer, Bool) {
         guard let raw = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-              raw != MAP_FAILED else {
+            raw != MAP_FAILED
+        else {
             fatalError("LockedArena: mmap of \(size) bytes failed (errno \(errno))")
         }
         #if canImport(Glibc)
-        _ = madvise(raw, size, MADV_DONTDUMP)
+            _ = madvise(raw, size, MADV_DONTDUMP)
         #endif
         return (raw, mlock(raw, size) == 0)
     }

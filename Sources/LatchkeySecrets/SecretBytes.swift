@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LatchkeySystem
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Secret bytes (passwords, derived keys, class keys) in storage that is locked in memory where the
 /// limit allows and wiped over its whole capacity when the last reference goes away.
@@ -86,9 +87,9 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
     public static func wipe(_ pointer: UnsafeMutableRawPointer, count: Int) {
         guard count > 0 else { return }
         #if canImport(Glibc)
-        explicit_bzero(pointer, count)
+            explicit_bzero(pointer, count)
         #else
-        memset_s(pointer, count, 0, count)
+            memset_s(pointer, count, 0, count)
         #endif
     }
 

@@ -1,8 +1,9 @@
 import CSQLite
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A named schema change. Names are recorded in the `migrations` table when applied.
@@ -20,35 +21,39 @@ enum Schema {
     /// record these names, and an unknown name means "written by a newer latchkey" (we refuse to
     /// touch it). Schema changes go in a new, newly named entry.
     static let migrations: [Migration] = [
-        Migration(name: "v1-items", sql: """
-            CREATE TABLE items(
-              id INTEGER PRIMARY KEY AUTOINCREMENT,
-              persistref BLOB NOT NULL UNIQUE,
-              class INTEGER NOT NULL,
-              pdmn INTEGER NOT NULL,
-              sync INTEGER NOT NULL DEFAULT 0 CHECK(sync IN (0,1)),
-              uniq BLOB NOT NULL,
-              wrappedkey BLOB NOT NULL,
-              metadata BLOB NOT NULL,
-              secret BLOB NOT NULL,
-              UNIQUE(class, uniq));
-            CREATE TABLE item_index(
-              hash BLOB NOT NULL,
-              item INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
-              PRIMARY KEY(hash, item)) WITHOUT ROWID;
-            CREATE INDEX item_index_by_item ON item_index(item);
-            """),
+        Migration(
+            name: "v1-items",
+            sql: """
+                CREATE TABLE items(
+                  id INTEGER PRIMARY KEY AUTOINCREMENT,
+                  persistref BLOB NOT NULL UNIQUE,
+                  class INTEGER NOT NULL,
+                  pdmn INTEGER NOT NULL,
+                  sync INTEGER NOT NULL DEFAULT 0 CHECK(sync IN (0,1)),
+                  uniq BLOB NOT NULL,
+                  wrappedkey BLOB NOT NULL,
+                  metadata BLOB NOT NULL,
+                  secret BLOB NOT NULL,
+                  UNIQUE(class, uniq));
+                CREATE TABLE item_index(
+                  hash BLOB NOT NULL,
+                  item INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+                  PRIMARY KEY(hash, item)) WITHOUT ROWID;
+                CREATE INDEX item_index_by_item ON item_index(item);
+                """),
         // Secret Service (docs/SECRET-SERVICE.md): sealed service state (collections, aliases), and the
         // genp rows written before Secret Service hashes existed, which the engine re-indexes once
         // their class keys are held. Class 1 is genp.
-        Migration(name: "v2-secret-service", sql: """
-            CREATE TABLE ss_state(
-              name TEXT PRIMARY KEY,
-              value BLOB NOT NULL) WITHOUT ROWID;
-            CREATE TABLE ss_reindex(
-              item INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE);
-            INSERT INTO ss_reindex(item) SELECT id FROM items WHERE class = 1;
-            """),
+        Migration(
+            name: "v2-secret-service",
+            sql: """
+                CREATE TABLE ss_state(
+                  name TEXT PRIMARY KEY,
+                  value BLOB NOT NULL) WITHOUT ROWID;
+                CREATE TABLE ss_reindex(
+                  item INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE);
+                INSERT INTO ss_reindex(item) SELECT id FROM items WHERE class = 1;
+                """),
     ]
 
     /// The bookkeeping table. Created inside the first migration's transaction, so a database

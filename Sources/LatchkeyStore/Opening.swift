@@ -1,8 +1,9 @@
 import CSQLite
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Opening a keychain file. The rule: never destroy data. Everything up to `Opening.prepare` only
@@ -35,8 +36,9 @@ enum Opening {
         }
         let code = errno
         if code == EEXIST { return false }
-        throw StoreError.sqlite(code: SQLITE_CANTOPEN,
-                                message: "\(path): cannot create: \(String(cString: strerror(code)))", sql: nil)
+        throw StoreError.sqlite(
+            code: SQLITE_CANTOPEN,
+            message: "\(path): cannot create: \(String(cString: strerror(code)))", sql: nil)
     }
 
     /// Connection settings that change no file contents, so they are safe before validation.
@@ -54,7 +56,8 @@ enum Opening {
         // made lookups slower as the keychain grew although the work per lookup stayed the same
         // (README, "Performance"). Writes still go through write(); the mapped pages are page cache,
         // counted in VmRSS as RssFile.
-        try connection.execute("""
+        try connection.execute(
+            """
             PRAGMA foreign_keys = ON;
             PRAGMA synchronous = FULL;
             PRAGMA secure_delete = ON;
@@ -107,7 +110,8 @@ enum Opening {
         do {
             return try body()
         } catch StoreError.sqlite(let code, let message, _)
-                    where [SQLiteCode.corrupt, SQLiteCode.notADatabase].contains(SQLiteCode.primary(code)) {
+            where [SQLiteCode.corrupt, SQLiteCode.notADatabase].contains(SQLiteCode.primary(code))
+        {
             throw StoreError.corrupt(path: path, reason: message)
         } catch StoreError.sqlite(let code, let message, let sql) where !message.hasPrefix(path) {
             throw StoreError.sqlite(code: code, message: "\(path): \(message)", sql: sql)
@@ -124,9 +128,10 @@ enum Opening {
         // WAL: readers do not block the writer, and a commit is one sequential append + fsync.
         let mode = try namingPath(path) { try connection.texts("PRAGMA journal_mode = WAL") }
         guard mode == ["wal"] else {
-            throw StoreError.sqlite(code: SQLITE_ERROR,
-                                    message: "\(path): could not enable WAL (journal mode is \(mode.joined()))",
-                                    sql: "PRAGMA journal_mode = WAL")
+            throw StoreError.sqlite(
+                code: SQLITE_ERROR,
+                message: "\(path): could not enable WAL (journal mode is \(mode.joined()))",
+                sql: "PRAGMA journal_mode = WAL")
         }
         try namingPath(path) { try connection.migrate(path: path) }
     }

@@ -24,8 +24,10 @@ public struct StoreRow: Sendable, Equatable {
     public var secret: [UInt8]
 
     /// Memberwise initializer.
-    public init(id: Int64, persistentRef: [UInt8], itemClass: Int, protection: Int, synchronizable: Bool,
-                uniqueHash: [UInt8], wrappedKey: [UInt8], metadata: [UInt8], secret: [UInt8]) {
+    public init(
+        id: Int64, persistentRef: [UInt8], itemClass: Int, protection: Int, synchronizable: Bool,
+        uniqueHash: [UInt8], wrappedKey: [UInt8], metadata: [UInt8], secret: [UInt8]
+    ) {
         self.id = id
         self.persistentRef = persistentRef
         self.itemClass = itemClass
@@ -61,9 +63,11 @@ public struct NewRow: Sendable, Equatable {
     public var indexHashes: [[UInt8]]
 
     /// Memberwise initializer.
-    public init(persistentRef: [UInt8], itemClass: Int, protection: Int, synchronizable: Bool = false,
-                uniqueHash: [UInt8], wrappedKey: [UInt8], metadata: [UInt8], secret: [UInt8],
-                indexHashes: [[UInt8]] = []) {
+    public init(
+        persistentRef: [UInt8], itemClass: Int, protection: Int, synchronizable: Bool = false,
+        uniqueHash: [UInt8], wrappedKey: [UInt8], metadata: [UInt8], secret: [UInt8],
+        indexHashes: [[UInt8]] = []
+    ) {
         self.persistentRef = persistentRef
         self.itemClass = itemClass
         self.protection = protection
@@ -96,8 +100,10 @@ public struct RowFilter: Sendable, Equatable {
     public var limit: Int? = nil
 
     /// Memberwise initializer; defaults select every non-synchronizable row of `itemClass`.
-    public init(itemClass: Int, protections: [Int]? = nil, synchronizable: Bool? = false,
-                persistentRef: [UInt8]? = nil, allOfHashes: [[UInt8]] = [], limit: Int? = nil) {
+    public init(
+        itemClass: Int, protections: [Int]? = nil, synchronizable: Bool? = false,
+        persistentRef: [UInt8]? = nil, allOfHashes: [[UInt8]] = [], limit: Int? = nil
+    ) {
         self.itemClass = itemClass
         self.protections = protections
         self.synchronizable = synchronizable

@@ -49,11 +49,13 @@ extension Store {
             for (k, protection) in protections.enumerated() { try statement.bind(protection, at: Int32(k + 2)) }
             var rows: [StoreRow] = []
             while try statement.step() {
-                rows.append(StoreRow(id: statement.int64(at: 0), persistentRef: statement.blob(at: 1),
-                                     itemClass: statement.int(at: 2), protection: statement.int(at: 3),
-                                     synchronizable: statement.int64(at: 4) != 0, uniqueHash: statement.blob(at: 5),
-                                     wrappedKey: statement.blob(at: 6), metadata: statement.blob(at: 7),
-                                     secret: statement.blob(at: 8)))
+                rows.append(
+                    StoreRow(
+                        id: statement.int64(at: 0), persistentRef: statement.blob(at: 1),
+                        itemClass: statement.int(at: 2), protection: statement.int(at: 3),
+                        synchronizable: statement.int64(at: 4) != 0, uniqueHash: statement.blob(at: 5),
+                        wrappedKey: statement.blob(at: 6), metadata: statement.blob(at: 7),
+                        secret: statement.blob(at: 8)))
             }
             return rows
         }

@@ -69,8 +69,9 @@ public final class Store: @unchecked Sendable {
     /// The same selection as `rows(matching:)`, without reading the sealed blobs.
     public func headers(matching filter: RowFilter) throws -> [RowHeader] {
         try select(.header, filter) { statement in
-            RowHeader(id: statement.int64(at: 0), persistentRef: statement.blob(at: 1),
-                      protection: statement.int(at: 2), synchronizable: statement.int64(at: 3) != 0)
+            RowHeader(
+                id: statement.int64(at: 0), persistentRef: statement.blob(at: 1),
+                protection: statement.int(at: 2), synchronizable: statement.int64(at: 3) != 0)
         }
     }
 
@@ -194,16 +195,19 @@ public final class Store: @unchecked Sendable {
 
     /// The SQL a filter runs; internal so tests can EXPLAIN it.
     func selectSQL(_ columns: QueryShape.Columns, _ filter: RowFilter, hashCount: Int? = nil) -> String {
-        let shape = QueryShape(columns: columns, filter: filter,
-                               hashCount: hashCount ?? uniqued(filter.allOfHashes).count)
+        let shape = QueryShape(
+            columns: columns, filter: filter,
+            hashCount: hashCount ?? uniqued(filter.allOfHashes).count)
         if let sql = sqlByShape[shape] { return sql }
         let sql = shape.sql
         sqlByShape[shape] = sql
         return sql
     }
 
-    private func select<T>(_ columns: QueryShape.Columns, _ filter: RowFilter,
-                           _ read: (Statement) -> T) throws -> [T] {
+    private func select<T>(
+        _ columns: QueryShape.Columns, _ filter: RowFilter,
+        _ read: (Statement) -> T
+    ) throws -> [T] {
         if filter.protections?.isEmpty == true { return [] }
         if let limit = filter.limit, limit <= 0 { return [] }
         let hashes = uniqued(filter.allOfHashes)
@@ -234,10 +238,11 @@ public final class Store: @unchecked Sendable {
     }
 
     private func readRow(_ statement: Statement) -> StoreRow {
-        StoreRow(id: statement.int64(at: 0), persistentRef: statement.blob(at: 1), itemClass: statement.int(at: 2),
-                 protection: statement.int(at: 3), synchronizable: statement.int64(at: 4) != 0,
-                 uniqueHash: statement.blob(at: 5), wrappedKey: statement.blob(at: 6),
-                 metadata: statement.blob(at: 7), secret: statement.blob(at: 8))
+        StoreRow(
+            id: statement.int64(at: 0), persistentRef: statement.blob(at: 1), itemClass: statement.int(at: 2),
+            protection: statement.int(at: 3), synchronizable: statement.int64(at: 4) != 0,
+            uniqueHash: statement.blob(at: 5), wrappedKey: statement.blob(at: 6),
+            metadata: statement.blob(at: 7), secret: statement.blob(at: 8))
     }
 
     private func insertHashes(_ hashes: [[UInt8]], item: Int64) throws {
@@ -267,11 +272,13 @@ public final class Store: @unchecked Sendable {
         do {
             return try body()
         } catch StoreError.sqlite(let code, let message, _)
-                    where [SQLiteCode.corrupt, SQLiteCode.notADatabase].contains(SQLiteCode.primary(code)) {
+            where [SQLiteCode.corrupt, SQLiteCode.notADatabase].contains(SQLiteCode.primary(code))
+        {
             throw StoreError.corrupt(path: path, reason: message)
         } catch StoreError.sqlite(let code, _, _)
-                    where duplicateOnConflict
-                    && (code == SQLiteCode.constraintUnique || code == SQLiteCode.constraintPrimaryKey) {
+            where duplicateOnConflict
+            && (code == SQLiteCode.constraintUnique || code == SQLiteCode.constraintPrimaryKey)
+        {
             throw StoreError.duplicate
         }
     }

@@ -27,13 +27,14 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .duplicate:
             return "duplicate item"
-        case let .corrupt(path, reason):
+        case .corrupt(let path, let reason):
             return "keychain database \(path) is unreadable or corrupt (\(reason)); it was left untouched"
-        case let .notAKeychainDatabase(path):
+        case .notAKeychainDatabase(let path):
             return "\(path) is an SQLite database that does not belong to latchkey; it was left untouched"
-        case let .newerSchema(path, migration):
-            return "keychain database \(path) was written by a newer latchkey (unknown migration \"\(migration)\"); it was left untouched"
-        case let .sqlite(code, message, sql):
+        case .newerSchema(let path, let migration):
+            return
+                "keychain database \(path) was written by a newer latchkey (unknown migration \"\(migration)\"); it was left untouched"
+        case .sqlite(let code, let message, let sql):
             let statement = sql.map { " in `\($0)`" } ?? ""
             return "SQLite error \(code): \(message)\(statement)"
         case .notFound:

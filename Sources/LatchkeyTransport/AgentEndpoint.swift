@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LatchkeySystem
 import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where the agent listens: `$XDG_RUNTIME_DIR/latchkey/agent.sock`, or `/tmp/latchkey-UID/agent.sock`
 /// when `XDG_RUNTIME_DIR` is unset. The directory is private to the user (mode 0700, owned by the user,

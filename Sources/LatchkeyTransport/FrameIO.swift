@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LatchkeySecrets
 import LatchkeyWire
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Blocking frame I/O on a connected stream socket. The caller owns the descriptor; nothing here
 /// closes it.
@@ -25,8 +26,10 @@ package enum FrameIO {
     ///     client) to fail locally instead of being disconnected. nil means only the u32 limit applies.
     ///   - deadline: fail with `.timedOut` if the peer has not accepted the whole frame by then.
     /// - Throws: `.emptyFrame`, `.frameTooLarge`, `.io`, `.timedOut`.
-    package static func writeFrame(_ payload: [UInt8], to fd: Int32, maxLength: Int? = nil,
-                                  deadline: ContinuousClock.Instant? = nil) throws(WireError) {
+    package static func writeFrame(
+        _ payload: [UInt8], to fd: Int32, maxLength: Int? = nil,
+        deadline: ContinuousClock.Instant? = nil
+    ) throws(WireError) {
         let limit = min(maxLength ?? Int(UInt32.max), Int(UInt32.max))
         guard !payload.isEmpty else { throw .emptyFrame }
         guard payload.count <= limit else { throw .frameTooLarge(payload.count, limit: limit) }
@@ -59,8 +62,10 @@ package enum FrameIO {
     ///     (one system call fewer per round trip).
     /// - Throws: `.closed` (EOF before the first byte), `.truncated` (EOF inside the frame),
     ///   `.emptyFrame`, `.frameTooLarge`, `.io`, `.timedOut`.
-    package static func readFrame(from fd: Int32, maxLength: Int, deadline: ContinuousClock.Instant? = nil,
-                                 awaitingReply: Bool = false) throws(WireError) -> [UInt8] {
+    package static func readFrame(
+        from fd: Int32, maxLength: Int, deadline: ContinuousClock.Instant? = nil,
+        awaitingReply: Bool = false
+    ) throws(WireError) -> [UInt8] {
         if awaitingReply, deadline != nil {
             if !spinBriefly(fd: fd) { try wait(fd: fd, for: Int16(POLLIN), deadline: deadline) }
         }
@@ -93,14 +98,16 @@ package enum FrameIO {
     // MARK: Internals
 
     #if canImport(Glibc)
-    private static let noSignal = Int32(MSG_NOSIGNAL)
+        private static let noSignal = Int32(MSG_NOSIGNAL)
     #else
-    // Darwin has no MSG_NOSIGNAL; there the socket owner sets SO_NOSIGPIPE. Linux is the target.
-    private static let noSignal: Int32 = 0
+        // Darwin has no MSG_NOSIGNAL; there the socket owner sets SO_NOSIGPIPE. Linux is the target.
+        private static let noSignal: Int32 = 0
     #endif
 
-    private static func sendAll(_ buffer: UnsafeRawBufferPointer, fd: Int32,
-                                deadline: ContinuousClock.Instant?) throws(WireError) {
+    private static func sendAll(
+        _ buffer: UnsafeRawBufferPointer, fd: Int32,
+        deadline: ContinuousClock.Instant?
+    ) throws(WireError) {
         // With a deadline every send is non-blocking: a blocking send of a large buffer could sleep past
         // the deadline even after poll() reported some room.
         let flags = noSignal | (deadline == nil ? 0 : Int32(MSG_DONTWAIT))
@@ -121,8 +128,10 @@ package enum FrameIO {
     }
 
     /// Fills `buffer` unless EOF comes first; returns the number of bytes read.
-    private static func receiveAll(_ buffer: UnsafeMutableRawBufferPointer, fd: Int32,
-                                   deadline: ContinuousClock.Instant?) throws(WireError) -> Int {
+    private static func receiveAll(
+        _ buffer: UnsafeMutableRawBufferPointer, fd: Int32,
+        deadline: ContinuousClock.Instant?
+    ) throws(WireError) -> Int {
         let flags = deadline == nil ? 0 : Int32(MSG_DONTWAIT)
         var offset = 0
         while offset < buffer.count {

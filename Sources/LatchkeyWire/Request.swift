@@ -127,7 +127,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         switch (a, b) {
         case (.hello, .hello), (.status, .status): true
         case (.add(let x), .add(let y)), (.copyMatching(let x), .copyMatching(let y)), (.delete(let x), .delete(let y)),
-             (.keyOperation(let x), .keyOperation(let y)), (.generateKey(let x), .generateKey(let y)):
+            (.keyOperation(let x), .keyOperation(let y)), (.generateKey(let x), .generateKey(let y)):
             x == y
         case (.update(let q1, let a1), .update(let q2, let a2)): q1 == q2 && a1 == a2
         case (.create(let p1, let o1), .create(let p2, let o2)): p1.constantTimeEquals(p2) && o1 == o2

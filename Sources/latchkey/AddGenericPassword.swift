@@ -35,7 +35,8 @@ struct AddGenericPassword: ParsableCommand {
     @Option(name: .customShort("a"), help: ArgumentHelp("Account name (kSecAttrAccount).", valueName: "account"))
     var account: String
 
-    @Option(name: .customShort("G"), help: ArgumentHelp("Generic attribute value (kSecAttrGeneric).", valueName: "value"))
+    @Option(
+        name: .customShort("G"), help: ArgumentHelp("Generic attribute value (kSecAttrGeneric).", valueName: "value"))
     var generic: String?
 
     @OptionGroup(title: "Password")

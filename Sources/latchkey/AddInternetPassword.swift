@@ -52,6 +52,7 @@ struct AddInternetPassword: ParsableCommand {
             throw error.report()
         }
         defer { secret?.wipe() }
-        try addOrUpdate(primaryKey: primaryKey, attributes: attributes.changes, secret: secret, update: attributes.update)
+        try addOrUpdate(
+            primaryKey: primaryKey, attributes: attributes.changes, secret: secret, update: attributes.update)
     }
 }

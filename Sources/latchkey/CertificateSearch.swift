@@ -97,8 +97,10 @@ struct StoredCertificate {
 enum CertificateSearch {
     /// Every certificate matching `filters` (keychain attributes), then `name` and `email` (see
     /// `StoredCertificate.matches`), in a stable order: by subject summary, then SHA-1.
-    static func find(_ filters: [String: Any] = [:], name: String? = nil, email: String? = nil,
-                     itemClass: CFString = kSecClassCertificate) throws(ExitCode) -> [StoredCertificate] {
+    static func find(
+        _ filters: [String: Any] = [:], name: String? = nil, email: String? = nil,
+        itemClass: CFString = kSecClassCertificate
+    ) throws(ExitCode) -> [StoredCertificate] {
         let all = try KeychainList.items(itemClass, filters).compactMap(StoredCertificate.init(item:))
         return all.filter { certificate in
             (name.map(certificate.matches(name:)) ?? true) && (email.map(certificate.matches(email:)) ?? true)
@@ -112,7 +114,8 @@ enum CertificateSearch {
         var current = certificate
         var remaining = candidates.filter { $0.der != certificate.der }
         while current.normalizedIssuer != current.normalizedSubject,
-              let index = remaining.firstIndex(where: { $0.normalizedSubject == current.normalizedIssuer }) {
+            let index = remaining.firstIndex(where: { $0.normalizedSubject == current.normalizedIssuer })
+        {
             current = remaining.remove(at: index)
             chain.append(current)
         }

@@ -25,19 +25,24 @@ struct DeleteCertificate: ParsableCommand {
               latchkey delete-certificate -Z 3F2A…E1 -t
             """)
 
-    @Option(name: .customShort("c"),
-            help: ArgumentHelp("Delete the certificate whose subject summary or label contains this name.", valueName: "name"))
+    @Option(
+        name: .customShort("c"),
+        help: ArgumentHelp(
+            "Delete the certificate whose subject summary or label contains this name.", valueName: "name"))
     var name: String?
 
-    @Option(name: .customShort("Z"),
-            help: ArgumentHelp("Delete the certificate with this SHA-1 hash (40 hexadecimal digits).", valueName: "hash"))
+    @Option(
+        name: .customShort("Z"),
+        help: ArgumentHelp("Delete the certificate with this SHA-1 hash (40 hexadecimal digits).", valueName: "hash"))
     var hash: String?
 
     @Flag(name: .customShort("t"), help: "Also delete the private key of the certificate's identity.")
     var withKey = false
 
     func validate() throws {
-        guard (name == nil) != (hash == nil) else { throw ValidationError("give exactly one of -c <name> and -Z <hash>") }
+        guard (name == nil) != (hash == nil) else {
+            throw ValidationError("give exactly one of -c <name> and -Z <hash>")
+        }
         if let hash, CertificateSearch.parseSHA1(hash) == nil {
             throw ValidationError("-Z takes a SHA-1 hash: 40 hexadecimal digits")
         }
@@ -46,10 +51,12 @@ struct DeleteCertificate: ParsableCommand {
     func run() throws {
         let target = try findOne()
         let title = ItemPrinter.quoted(target.summary)
-        let keyQuery: [String: Any] = [kSecClass as String: kSecClassKey,
-                                       kSecAttrApplicationLabel as String: target.attributes[kSecAttrPublicKeyHash as String] ?? Data(),
-                                       kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
-                                       kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]
+        let keyQuery: [String: Any] = [
+            kSecClass as String: kSecClassKey,
+            kSecAttrApplicationLabel as String: target.attributes[kSecAttrPublicKeyHash as String] ?? Data(),
+            kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+            kSecAttrSynchronizable as String: kSecAttrSynchronizableAny,
+        ]
         // Whether the keychain holds the certificate's private key. Reading it needs its class key;
         // only -t depends on the answer, so without -t a locked key just goes unmentioned.
         let keyStatus = SecItemCopyMatching(keyQuery as CFDictionary, nil)
@@ -69,7 +76,8 @@ struct DeleteCertificate: ParsableCommand {
         // key too unless another certificate still forms an identity with it.
         let identities = try KeychainList.items(kSecClassIdentity, [:]).compactMap(StoredCertificate.init(item:))
         guard let identity = identities.first(where: { $0.der == target.der }) else {
-            throw failure("SecItemCopyMatching", errSecItemNotFound, detail: "the identity of certificate \(title) is gone")
+            throw failure(
+                "SecItemCopyMatching", errSecItemNotFound, detail: "the identity of certificate \(title) is gone")
         }
         let status = SecItemDelete([kSecValuePersistentRef: identity.persistentRef] as NSDictionary)
         guard status == errSecSuccess else { throw secItemFailure("SecItemDelete", status) }
@@ -84,14 +92,18 @@ struct DeleteCertificate: ParsableCommand {
     private func findOne() throws(ExitCode) -> StoredCertificate {
         if let hash, let digest = CertificateSearch.parseSHA1(hash) {
             guard let match = try CertificateSearch.find().first(where: { $0.sha1 == digest }) else {
-                throw failure("SecItemCopyMatching", errSecItemNotFound, detail: "no certificate has SHA-1 hash \(hexString(digest))")
+                throw failure(
+                    "SecItemCopyMatching", errSecItemNotFound,
+                    detail: "no certificate has SHA-1 hash \(hexString(digest))")
             }
             return match
         }
         let name = name ?? ""
         let matches = try CertificateSearch.find(name: name)
         guard let first = matches.first else {
-            throw failure("SecItemCopyMatching", errSecItemNotFound, detail: "no certificate's subject or label contains \"\(name)\"")
+            throw failure(
+                "SecItemCopyMatching", errSecItemNotFound,
+                detail: "no certificate's subject or label contains \"\(name)\"")
         }
         guard matches.count == 1 else {
             printError("\(matches.count) certificates match \"\(name)\"; nothing was deleted. Choose one with -Z:")

@@ -37,7 +37,8 @@ struct DumpKeychain: ParsableCommand {
             let (items, locked) = try fetch(itemClass)
             lockedClasses.formUnion(locked)
             for attributes in items {
-                let name = (attributes[(order == 0 ? kSecAttrService : kSecAttrServer) as String]).map(ItemPrinter.typed) ?? ""
+                let name =
+                    (attributes[(order == 0 ? kSecAttrService : kSecAttrServer) as String]).map(ItemPrinter.typed) ?? ""
                 let account = attributes[kSecAttrAccount as String].map(ItemPrinter.typed) ?? ""
                 let secret = withPasswords ? (attributes[kSecValueData as String] as? Data ?? Data()) : nil
                 let text = ItemPrinter.render(itemClass: itemClass as String, attributes: attributes, secret: secret)

@@ -48,23 +48,28 @@ struct ExportCommand: ParsableCommand {
     @Option(name: .customLong("type"), help: ArgumentHelp("What to export.", valueName: "type"))
     var type: ExportType = .all
 
-    @Option(name: .customLong("format"),
-            help: ArgumentHelp("Output format (default: pkcs12 for identities, else pem).", valueName: "format"))
+    @Option(
+        name: .customLong("format"),
+        help: ArgumentHelp("Output format (default: pkcs12 for identities, else pem).", valueName: "format"))
     var format: FileFormat?
 
-    @Option(name: [.customShort("o"), .customLong("output")],
-            help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
+    @Option(
+        name: [.customShort("o"), .customLong("output")],
+        help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
     var output: String?
 
-    @Option(name: .customShort("c"),
-            help: ArgumentHelp("Match certificates and identities whose subject summary or label contains this name.",
-                               valueName: "name"))
+    @Option(
+        name: .customShort("c"),
+        help: ArgumentHelp(
+            "Match certificates and identities whose subject summary or label contains this name.",
+            valueName: "name"))
     var name: String?
 
     @OptionGroup(title: "Match")
     var filters: KeyFilterOptions
 
-    @Option(name: .customLong("key-type"), help: ArgumentHelp("Match the key type (kSecAttrKeyType).", valueName: "type"))
+    @Option(
+        name: .customLong("key-type"), help: ArgumentHelp("Match the key type (kSecAttrKeyType).", valueName: "type"))
     var keyType: KeyAlgorithmArgument?
 
     @OptionGroup(title: "Passphrase")
@@ -86,7 +91,8 @@ struct ExportCommand: ParsableCommand {
             throw ValidationError("-c matches certificates and identities by subject; keys have none (use -l or --tag)")
         }
         if type == .identities && effectiveFormat == .der {
-            throw ValidationError("DER holds one object and an identity is two (certificate and key): use pem or pkcs12")
+            throw ValidationError(
+                "DER holds one object and an identity is two (certificate and key): use pem or pkcs12")
         }
         if type == .identities && filters.keyClass == .public {
             throw ValidationError("an identity's key is private; --class public matches none")
@@ -101,7 +107,9 @@ struct ExportCommand: ParsableCommand {
         case .certificates, .all:
             if !hasKeyFilters {
                 let labelFilter: [String: Any] = filters.label.map { [kSecAttrLabel as String: $0] } ?? [:]
-                for certificate in try CertificateSearch.find(labelFilter, name: name) { encoder.add(certificate: certificate) }
+                for certificate in try CertificateSearch.find(labelFilter, name: name) {
+                    encoder.add(certificate: certificate)
+                }
             }
             // Keys have no subject: -c selects certificates only.
             if type == .all && name == nil {

@@ -42,7 +42,9 @@ struct ExportEncoder {
 
     /// A key item (its attributes and `kSecValueRef`).
     mutating func add(key item: [String: Any]) throws(ExitCode) {
-        guard let key = item[kSecValueRef as String] as? SecKey else { throw fail("the keychain returned a key item without its key") }
+        guard let key = item[kSecValueRef as String] as? SecKey else {
+            throw fail("the keychain returned a key item without its key")
+        }
         let attributes = KeychainList.attributesOnly(item)
         let what = describe(attributes)
         if KeyDescription.isPrivate(attributes) {
@@ -56,7 +58,9 @@ struct ExportEncoder {
 
     /// An identity item: its certificate and private key (PEM), or both into PKCS#12 in `finish`.
     mutating func add(identity item: [String: Any]) throws(ExitCode) {
-        guard let identity = item[kSecValueRef as String] as? SecIdentity, let certificate = StoredCertificate(item: item) else {
+        guard let identity = item[kSecValueRef as String] as? SecIdentity,
+            let certificate = StoredCertificate(item: item)
+        else {
             throw fail("the keychain returned an identity without its certificate")
         }
         var key: SecKey?
@@ -85,7 +89,9 @@ struct ExportEncoder {
             return objects[0].bytes
         case .pkcs12:
             guard identities.count == 1 else {
-                throw ambiguous(identities.map { "identity \(ItemPrinter.quoted($0.certificate.summary))" }, "PKCS#12 holds one identity here")
+                throw ambiguous(
+                    identities.map { "identity \(ItemPrinter.quoted($0.certificate.summary))" },
+                    "PKCS#12 holds one identity here")
             }
             return try pkcs12(identities[0], destination: destination)
         }
@@ -93,14 +99,19 @@ struct ExportEncoder {
 
     // MARK: Keys
 
-    private mutating func privateKey(_ key: SecKey, _ attributes: [String: Any], what: String) throws(ExitCode) -> SecretBytes {
+    private mutating func privateKey(_ key: SecKey, _ attributes: [String: Any], what: String) throws(ExitCode)
+        -> SecretBytes
+    {
         holdsSecret = true
         var error: Unmanaged<CFError>?
         guard let data = SecKeyCopyExternalRepresentation(key, &error) else { throw exportFailure(what, error) }
         let bytes = SecretBytes(copying: UnsafeRawBufferPointer(start: data.bytes, count: data.length))
-        let password = passphrase.isGiven ? try input { () throws(InputFailure) in try passphrase.toProtect("the private keys") } : nil
+        let password =
+            passphrase.isGiven
+            ? try input { () throws(InputFailure) in try passphrase.toProtect("the private keys") } : nil
         do {
-            let key = try AsymmetricKey(externalRepresentation: bytes, algorithm: algorithm(attributes), isPrivate: true)
+            let key = try AsymmetricKey(
+                externalRepresentation: bytes, algorithm: algorithm(attributes), isPrivate: true)
             return format == .pem ? try key.pkcs8PEM(password: password) : try key.pkcs8DER(password: password)
         } catch {
             throw fail("cannot encode the \(what): \(error)")
@@ -111,8 +122,10 @@ struct ExportEncoder {
         var error: Unmanaged<CFError>?
         guard let data = SecKeyCopyExternalRepresentation(key, &error) else { throw exportFailure(what, error) }
         do {
-            let key = try AsymmetricKey(externalRepresentation: Array(data as Data), algorithm: algorithm(attributes), isPrivate: false)
-            return format == .pem ? text(try key.subjectPublicKeyInfoPEM()) : SecretBytes(copying: try key.subjectPublicKeyInfoDER())
+            let key = try AsymmetricKey(
+                externalRepresentation: Array(data as Data), algorithm: algorithm(attributes), isPrivate: false)
+            return format == .pem
+                ? text(try key.subjectPublicKeyInfoPEM()) : SecretBytes(copying: try key.subjectPublicKeyInfoDER())
         } catch {
             throw fail("cannot encode the \(what): \(error)")
         }
@@ -121,10 +134,14 @@ struct ExportEncoder {
     // MARK: PKCS#12
 
     /// One identity with the issuer certificates the keychain holds, under a new passphrase.
-    private func pkcs12(_ identity: (certificate: StoredCertificate, key: SecKey, attributes: [String: Any]), destination: String) throws(ExitCode) -> SecretBytes {
+    private func pkcs12(
+        _ identity: (certificate: StoredCertificate, key: SecKey, attributes: [String: Any]), destination: String
+    ) throws(ExitCode) -> SecretBytes {
         let what = "private key of \(ItemPrinter.quoted(identity.certificate.summary))"
         var error: Unmanaged<CFError>?
-        guard let data = SecKeyCopyExternalRepresentation(identity.key, &error) else { throw exportFailure(what, error) }
+        guard let data = SecKeyCopyExternalRepresentation(identity.key, &error) else {
+            throw exportFailure(what, error)
+        }
         let bytes = SecretBytes(copying: UnsafeRawBufferPointer(start: data.bytes, count: data.length))
         guard let leaf = identity.certificate.x509 else { throw fail("the identity's certificate cannot be read") }
         let others = try CertificateSearch.find().compactMap(\.x509)
@@ -132,9 +149,11 @@ struct ExportEncoder {
         let password = try input { () throws(InputFailure) in try passphrase.toProtect(destination) }
         do {
             // An identity's attributes are its key's overlaid by its certificate's; the key type is the key's.
-            let key = try AsymmetricKey(externalRepresentation: bytes, algorithm: algorithm(identity.attributes), isPrivate: true)
-            var file = try PKCS12.make(key: key, certificate: leaf, chain: chain, password: password,
-                                       name: identity.certificate.label ?? identity.certificate.summary)
+            let key = try AsymmetricKey(
+                externalRepresentation: bytes, algorithm: algorithm(identity.attributes), isPrivate: true)
+            var file = try PKCS12.make(
+                key: key, certificate: leaf, chain: chain, password: password,
+                name: identity.certificate.label ?? identity.certificate.summary)
             return SecretBytes(consuming: &file)
         } catch {
             throw fail("cannot make the PKCS#12 file: \(error)")
@@ -173,7 +192,8 @@ struct ExportEncoder {
         total.withUnsafeMutableBytes { target in
             for part in parts {
                 part.withUnsafeBytes { source in
-                    UnsafeMutableRawBufferPointer(rebasing: target[offset..<(offset + source.count)]).copyMemory(from: source)
+                    UnsafeMutableRawBufferPointer(rebasing: target[offset..<(offset + source.count)]).copyMemory(
+                        from: source)
                 }
                 offset += part.count
             }
@@ -190,7 +210,8 @@ struct ExportEncoder {
     }
 
     private func ambiguous(_ names: [String], _ rule: String) -> ExitCode {
-        printError("\(rule), and \(names.count) items match; narrow the query (-c, -l, --tag, --class) or use --format pem:")
+        printError(
+            "\(rule), and \(names.count) items match; narrow the query (-c, -l, --tag, --class) or use --format pem:")
         for name in names { printError("  \(name)") }
         return ExitCode(ExitStatus.failure)
     }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import LatchkeySecrets
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Reading the files `import` takes. They may hold private keys, so they are read straight into
 /// wiping storage, never into `Data`.
@@ -19,7 +20,9 @@ enum InputFile {
         guard fd >= 0 else { throw InputFailure("cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw InputFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard fstat(fd, &info) == 0 else {
+            throw InputFailure("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
         guard (info.st_mode & S_IFMT) != S_IFDIR else { throw InputFailure("\(path) is a directory") }
         guard Int(info.st_size) <= maximumSize else {
             throw InputFailure("\(path) is larger than \(maximumSize >> 20) MiB; it is not a certificate or key file")
@@ -30,7 +33,8 @@ enum InputFile {
         while true {
             if count == buffer.count {
                 guard buffer.count <= maximumSize else {
-                    throw InputFailure("\(path) is larger than \(maximumSize >> 20) MiB; it is not a certificate or key file")
+                    throw InputFailure(
+                        "\(path) is larger than \(maximumSize >> 20) MiB; it is not a certificate or key file")
                 }
                 buffer = copy(buffer, count: count, capacity: min(buffer.count * 2, maximumSize + 1))
             }

@@ -27,12 +27,14 @@ struct FindCertificate: ParsableCommand {
               latchkey find-certificate -e alice@example.com -m
             """)
 
-    @Option(name: .customShort("c"),
-            help: ArgumentHelp("Match certificates whose subject summary or label contains this name.", valueName: "name"))
+    @Option(
+        name: .customShort("c"),
+        help: ArgumentHelp("Match certificates whose subject summary or label contains this name.", valueName: "name"))
     var name: String?
 
-    @Option(name: .customShort("e"),
-            help: ArgumentHelp("Match certificates with this email address.", valueName: "email"))
+    @Option(
+        name: .customShort("e"),
+        help: ArgumentHelp("Match certificates with this email address.", valueName: "email"))
     var email: String?
 
     @Flag(name: .customShort("a"), help: "Print every matching certificate, not only the first.")
@@ -66,7 +68,8 @@ struct FindCertificate: ParsableCommand {
         if pem {
             text += certificate.pem
         } else {
-            text += ItemPrinter.render(itemClass: kSecClassCertificate as String, attributes: certificate.attributes, secret: nil)
+            text += ItemPrinter.render(
+                itemClass: kSecClassCertificate as String, attributes: certificate.attributes, secret: nil)
         }
         return text
     }

@@ -20,7 +20,9 @@ struct FindGenericPassword: ParsableCommand {
     @Option(name: .customShort("l"), help: ArgumentHelp("Match the label (kSecAttrLabel).", valueName: "label"))
     var label: String?
 
-    @Option(name: .customShort("G"), help: ArgumentHelp("Match the generic attribute (kSecAttrGeneric).", valueName: "value"))
+    @Option(
+        name: .customShort("G"),
+        help: ArgumentHelp("Match the generic attribute (kSecAttrGeneric).", valueName: "value"))
     var generic: String?
 
     @OptionGroup
@@ -32,7 +34,8 @@ struct FindGenericPassword: ParsableCommand {
         if let account { filters[kSecAttrAccount as String] = account }
         if let label { filters[kSecAttrLabel as String] = label }
         if let generic { filters[kSecAttrGeneric as String] = generic }
-        try ItemQuery.find(kSecClassGenericPassword, filters, passwordOnly: output.passwordOnly,
-                           withPassword: output.withPassword)
+        try ItemQuery.find(
+            kSecClassGenericPassword, filters, passwordOnly: output.passwordOnly,
+            withPassword: output.withPassword)
     }
 }

@@ -29,14 +29,17 @@ struct FindIdentity: ParsableCommand {
     @Flag(name: .customShort("v"), help: "Only identities whose certificate is within its validity period.")
     var validOnly = false
 
-    @Option(name: .customShort("c"),
-            help: ArgumentHelp("Only identities whose certificate's subject summary or label contains this name.",
-                               valueName: "name"))
+    @Option(
+        name: .customShort("c"),
+        help: ArgumentHelp(
+            "Only identities whose certificate's subject summary or label contains this name.",
+            valueName: "name"))
     var name: String?
 
     func run() throws {
         var lines: [String] = []
-        var identities = try KeychainList.items(kSecClassIdentity, [:]).compactMap { item -> (StoredCertificate, [String: Any])? in
+        var identities = try KeychainList.items(kSecClassIdentity, [:]).compactMap {
+            item -> (StoredCertificate, [String: Any])? in
             guard let certificate = StoredCertificate(item: item) else { return nil }
             return (certificate, item)
         }

@@ -23,7 +23,8 @@ struct FindInternetPassword: ParsableCommand {
     func run() throws {
         var filters = item.filters
         if let label { filters[kSecAttrLabel as String] = label }
-        try ItemQuery.find(kSecClassInternetPassword, filters, passwordOnly: output.passwordOnly,
-                           withPassword: output.withPassword)
+        try ItemQuery.find(
+            kSecClassInternetPassword, filters, passwordOnly: output.passwordOnly,
+            withPassword: output.withPassword)
     }
 }

@@ -29,20 +29,28 @@ struct GenerateKey: ParsableCommand {
     @Option(name: .customLong("type"), help: ArgumentHelp("Key type (kSecAttrKeyType).", valueName: "type"))
     var type: KeyAlgorithmArgument
 
-    @Option(name: .customLong("size"), help: ArgumentHelp("Key size in bits (kSecAttrKeySizeInBits).", valueName: "bits"))
+    @Option(
+        name: .customLong("size"), help: ArgumentHelp("Key size in bits (kSecAttrKeySizeInBits).", valueName: "bits"))
     var size: Int?
 
-    @Option(name: [.customShort("l"), .customLong("label")], help: ArgumentHelp("Label (kSecAttrLabel).", valueName: "label"))
+    @Option(
+        name: [.customShort("l"), .customLong("label")],
+        help: ArgumentHelp("Label (kSecAttrLabel).", valueName: "label"))
     var label: String?
 
-    @Option(name: .customLong("tag"),
-            help: ArgumentHelp("Application tag (kSecAttrApplicationTag), given as text.", valueName: "tag"))
+    @Option(
+        name: .customLong("tag"),
+        help: ArgumentHelp("Application tag (kSecAttrApplicationTag), given as text.", valueName: "tag"))
     var tag: String?
 
-    @Option(name: .customLong("accessible"), help: ArgumentHelp("Accessibility class (kSecAttrAccessible).", valueName: "class"))
+    @Option(
+        name: .customLong("accessible"),
+        help: ArgumentHelp("Accessibility class (kSecAttrAccessible).", valueName: "class"))
     var accessible: Accessibility?
 
-    @Flag(name: .customLong("non-extractable"), help: "The private key can never be exported (kSecAttrIsExtractable false).")
+    @Flag(
+        name: .customLong("non-extractable"),
+        help: "The private key can never be exported (kSecAttrIsExtractable false).")
     var nonExtractable = false
 
     @Flag(name: .customLong("public-too"), help: "Also store the public key as a keychain item.")
@@ -82,27 +90,37 @@ struct GenerateKey: ParsableCommand {
             throw keyFailure("SecKeyCreateRandomKey", error)
         }
         guard let publicKey = SecKeyCopyPublicKey(privateKey),
-              let publicBytes = SecKeyCopyExternalRepresentation(publicKey, &error) as Data? else {
+            let publicBytes = SecKeyCopyExternalRepresentation(publicKey, &error) as Data?
+        else {
             throw keyFailure("SecKeyCopyExternalRepresentation", error)
         }
         let publicPEM: String
         do {
-            publicPEM = try AsymmetricKey(externalRepresentation: Array(publicBytes), algorithm: type == .rsa ? .rsa : .ec,
-                                          isPrivate: false).subjectPublicKeyInfoPEM()
+            publicPEM = try AsymmetricKey(
+                externalRepresentation: Array(publicBytes), algorithm: type == .rsa ? .rsa : .ec,
+                isPrivate: false
+            ).subjectPublicKeyInfoPEM()
         } catch {
-            throw failure("SecKeyCopyExternalRepresentation", errSecDecode, detail: "the public key could not be encoded: \(error)")
+            throw failure(
+                "SecKeyCopyExternalRepresentation", errSecDecode,
+                detail: "the public key could not be encoded: \(error)")
         }
 
         // What the keychain stored, read back: its application label is the public key's SHA-1.
-        var query = ItemQuery.make(kSecClassKey, [kSecAttrApplicationLabel as String: Data(SHA1.hash(Array(publicBytes))),
-                                                   kSecAttrKeyClass as String: kSecAttrKeyClassPrivate])
+        var query = ItemQuery.make(
+            kSecClassKey,
+            [
+                kSecAttrApplicationLabel as String: Data(SHA1.hash(Array(publicBytes))),
+                kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+            ])
         query[kSecReturnAttributes as String] = kCFBooleanTrue
         var result: CFTypeRef?
         let status = SecItemCopyMatching(query as CFDictionary, &result)
         guard status == errSecSuccess, let attributes = ItemPrinter.dictionary(result) else {
             throw secItemFailure("SecItemCopyMatching", status == errSecSuccess ? errSecDecode : status)
         }
-        print(ItemPrinter.render(itemClass: kSecClassKey as String, attributes: attributes, secret: nil), terminator: "")
+        print(
+            ItemPrinter.render(itemClass: kSecClassKey as String, attributes: attributes, secret: nil), terminator: "")
         print(publicPEM, terminator: "")
     }
 }
@@ -111,5 +129,6 @@ struct GenerateKey: ParsableCommand {
 /// OSStatus) and returns the exit code to throw.
 func keyFailure(_ function: String, _ error: Unmanaged<CFError>?) -> ExitCode {
     guard let error = error?.takeRetainedValue() else { return failure(function, errSecInternalComponent, detail: nil) }
-    return failure(function, OSStatus(error.code), detail: LatchkeyDiagnostics.lastErrorDetail ?? error.localizedDescription)
+    return failure(
+        function, OSStatus(error.code), detail: LatchkeyDiagnostics.lastErrorDetail ?? error.localizedDescription)
 }

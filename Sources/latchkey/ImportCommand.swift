@@ -43,27 +43,37 @@ struct ImportCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The file to import.", valueName: "file"))
     var file: String
 
-    @Option(name: .customLong("format"), help: ArgumentHelp("The file's format (default: recognised).", valueName: "format"))
+    @Option(
+        name: .customLong("format"), help: ArgumentHelp("The file's format (default: recognised).", valueName: "format")
+    )
     var format: FileFormat?
 
     @OptionGroup(title: "Passphrase")
     var passphrase: PassphraseOptions
 
-    @Option(name: .customLong("accessible"), help: ArgumentHelp("Accessibility class of the imported items (kSecAttrAccessible).",
-                                                                valueName: "class"))
+    @Option(
+        name: .customLong("accessible"),
+        help: ArgumentHelp(
+            "Accessibility class of the imported items (kSecAttrAccessible).",
+            valueName: "class"))
     var accessible: Accessibility?
 
-    @Option(name: [.customShort("l"), .customLong("label")],
-            help: ArgumentHelp("Label of the imported items (kSecAttrLabel); by default a certificate's label is its "
-                               + "subject summary, and a key has none.", valueName: "label"))
+    @Option(
+        name: [.customShort("l"), .customLong("label")],
+        help: ArgumentHelp(
+            "Label of the imported items (kSecAttrLabel); by default a certificate's label is its "
+                + "subject summary, and a key has none.", valueName: "label"))
     var label: String?
 
-    @Option(name: .customLong("tag"),
-            help: ArgumentHelp("Application tag of the imported keys (kSecAttrApplicationTag), given as text.", valueName: "tag"))
+    @Option(
+        name: .customLong("tag"),
+        help: ArgumentHelp(
+            "Application tag of the imported keys (kSecAttrApplicationTag), given as text.", valueName: "tag"))
     var tag: String?
 
-    @Flag(name: .customLong("non-extractable"),
-          help: "Imported private keys can never be exported again (kSecAttrIsExtractable false).")
+    @Flag(
+        name: .customLong("non-extractable"),
+        help: "Imported private keys can never be exported again (kSecAttrIsExtractable false).")
     var nonExtractable = false
 
     func run() throws {

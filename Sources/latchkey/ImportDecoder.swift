@@ -93,16 +93,21 @@ struct ImportDecoder {
     }
 
     /// The key of a PEM block, asking for the passphrase when it is encrypted.
-    private func pemKey(_ block: PEMBlock, name: String, firstKey: Bool, file: SecretBytes) throws(ExitCode) -> AsymmetricKey {
+    private func pemKey(_ block: PEMBlock, name: String, firstKey: Bool, file: SecretBytes) throws(ExitCode)
+        -> AsymmetricKey
+    {
         // OpenSSL's traditional encryption (Proc-Type: 4,ENCRYPTED) is decrypted from the PEM text,
         // and LatchkeyCrypto reads the first key block of a text; PKCS#8 encryption has no such limit.
         let legacy = block.headers.contains { $0.name == "Proc-Type" && $0.value.contains("ENCRYPTED") }
         guard !legacy || firstKey else {
-            throw fail("\(name): only the first key of a PEM file may use traditional encryption (Proc-Type); "
-                       + "convert it with 'openssl pkey' or split the file")
+            throw fail(
+                "\(name): only the first key of a PEM file may use traditional encryption (Proc-Type); "
+                    + "convert it with 'openssl pkey' or split the file")
         }
         return try openKey(name: name) { password throws(CryptoError) in
-            legacy ? try AsymmetricKey(pem: file, password: password) : try AsymmetricKey(der: block.der, password: password)
+            legacy
+                ? try AsymmetricKey(pem: file, password: password)
+                : try AsymmetricKey(der: block.der, password: password)
         }
     }
 
@@ -118,7 +123,9 @@ struct ImportDecoder {
         do {
             key = try AsymmetricKey(der: data, password: nil)
         } catch .wrongPassword {
-            key = try openKey(name: name) { password throws(CryptoError) in try AsymmetricKey(der: data, password: password) }
+            key = try openKey(name: name) { password throws(CryptoError) in
+                try AsymmetricKey(der: data, password: password)
+            }
         } catch .unsupported(let why) {
             throw fail("\(name): \(why)")
         } catch {
@@ -128,7 +135,9 @@ struct ImportDecoder {
     }
 
     /// Runs `open` without a passphrase, then, if the key is encrypted, with the user's.
-    private func openKey(name: String, _ open: (SecretBytes?) throws(CryptoError) -> AsymmetricKey) throws(ExitCode) -> AsymmetricKey {
+    private func openKey(name: String, _ open: (SecretBytes?) throws(CryptoError) -> AsymmetricKey) throws(ExitCode)
+        -> AsymmetricKey
+    {
         do {
             return try open(nil)
         } catch .wrongPassword {
@@ -164,7 +173,8 @@ struct ImportDecoder {
         guard let secKey = SecKeyCreateWithData(data, attributes, &error) else {
             throw keyFailure("SecKeyCreateWithData", error)
         }
-        let kind = "\(key.algorithm == .rsa ? "RSA" : "EC") \(key.sizeInBits)-bit \(key.isPrivate ? "private" : "public") key"
+        let kind =
+            "\(key.algorithm == .rsa ? "RSA" : "EC") \(key.sizeInBits)-bit \(key.isPrivate ? "private" : "public") key"
         return .key(secKey, kind: kind)
     }
 
@@ -201,14 +211,20 @@ struct ImportDecoder {
         let entries = (result ?? NSArray()).compactMap { $0 as? NSDictionary }
         let hasIdentity = entries.contains { $0[kSecImportItemIdentity as String] != nil }
         for entry in entries {
-            let chain = ((entry[kSecImportItemCertChain as String] as? NSArray) ?? NSArray()).compactMap { $0 as? SecCertificate }
+            let chain = ((entry[kSecImportItemCertChain as String] as? NSArray) ?? NSArray()).compactMap {
+                $0 as? SecCertificate
+            }
             if let identity = entry[kSecImportItemIdentity as String] as? SecIdentity {
                 var key: SecKey?
                 _ = SecIdentityCopyPrivateKey(identity, &key)
                 // The public half's attributes: those of the private key would carry its bytes.
-                let attributes = key.flatMap(SecKeyCopyPublicKey).flatMap(SecKeyCopyAttributes).flatMap(ItemPrinter.dictionary) ?? [:]
-                let keyKind = "\(KeyDescription.algorithm(attributes)) \(KeyDescription.bits(attributes))-bit private key"
-                items.append(.identity(identity, label: entry[kSecImportItemLabel as String] as? String, keyKind: keyKind))
+                let attributes =
+                    key.flatMap(SecKeyCopyPublicKey).flatMap(SecKeyCopyAttributes).flatMap(ItemPrinter.dictionary)
+                    ?? [:]
+                let keyKind =
+                    "\(KeyDescription.algorithm(attributes)) \(KeyDescription.bits(attributes))-bit private key"
+                items.append(
+                    .identity(identity, label: entry[kSecImportItemLabel as String] as? String, keyKind: keyKind))
                 items += chain.dropFirst().map { .chainCertificate($0) }
             } else {
                 // Certificates outside every chain: the file's content when it has no identity.

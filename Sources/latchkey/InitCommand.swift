@@ -22,20 +22,24 @@ struct InitCommand: ParsableCommand {
               latchkey init --argon2-memory 512 --argon2-time 4
             """)
 
-    @Flag(name: .customLong("password-stdin"),
-          help: "Read the password from the first line of standard input instead of prompting.")
+    @Flag(
+        name: .customLong("password-stdin"),
+        help: "Read the password from the first line of standard input instead of prompting.")
     var passwordStdin = false
 
-    @Option(name: .customLong("argon2-memory"),
-            help: ArgumentHelp("Argon2id memory in MiB (at least 64, at most 1024; default 256).", valueName: "MiB"))
+    @Option(
+        name: .customLong("argon2-memory"),
+        help: ArgumentHelp("Argon2id memory in MiB (at least 64, at most 1024; default 256).", valueName: "MiB"))
     var memoryMiB: UInt32?
 
-    @Option(name: .customLong("argon2-time"),
-            help: ArgumentHelp("Argon2id passes over memory, 1 to 16 (default 2).", valueName: "N"))
+    @Option(
+        name: .customLong("argon2-time"),
+        help: ArgumentHelp("Argon2id passes over memory, 1 to 16 (default 2).", valueName: "N"))
     var timeCost: UInt32?
 
-    @Option(name: .customLong("argon2-parallelism"),
-            help: ArgumentHelp("Argon2id lanes, 1 to 8 (default 2).", valueName: "N"))
+    @Option(
+        name: .customLong("argon2-parallelism"),
+        help: ArgumentHelp("Argon2id lanes, 1 to 8 (default 2).", valueName: "N"))
     var parallelism: UInt32?
 
     /// Lets tests create keychains with cheap parameters; never for real keychains.
@@ -49,7 +53,9 @@ struct InitCommand: ParsableCommand {
                 throw ValidationError("--argon2-memory must be at least 64 MiB")
             }
         }
-        if let timeCost, !(1...16).contains(timeCost) { throw ValidationError("--argon2-time must be between 1 and 16") }
+        if let timeCost, !(1...16).contains(timeCost) {
+            throw ValidationError("--argon2-time must be between 1 and 16")
+        }
         if let parallelism, !(1...8).contains(parallelism) {
             throw ValidationError("--argon2-parallelism must be between 1 and 8")
         }
@@ -58,14 +64,16 @@ struct InitCommand: ParsableCommand {
     func run() throws {
         let password: SecretBytes
         do throws(InputFailure) {
-            password = try PasswordInput.new(fromStandardInput: passwordStdin,
-                                             prompt: "New keychain password: ",
-                                             confirmation: "Retype the new keychain password: ")
+            password = try PasswordInput.new(
+                fromStandardInput: passwordStdin,
+                prompt: "New keychain password: ",
+                confirmation: "Retype the new keychain password: ")
         } catch {
             throw error.report()
         }
-        let options = KeychainControl.Argon2Options(timeCost: timeCost, memoryKiB: memoryMiB.map { $0 * 1024 },
-                                                    parallelism: parallelism, allowWeak: allowWeak)
+        let options = KeychainControl.Argon2Options(
+            timeCost: timeCost, memoryKiB: memoryMiB.map { $0 * 1024 },
+            parallelism: parallelism, allowWeak: allowWeak)
         do throws(KeychainControl.Failure) {
             try KeychainControl.create(password: password, options: options)
         } catch {

@@ -11,9 +11,11 @@ struct InternetOptions: ParsableArguments {
     @Option(name: .customShort("a"), help: ArgumentHelp("Account name (kSecAttrAccount).", valueName: "account"))
     var account: String?
 
-    @Option(name: .customShort("r"),
-            help: ArgumentHelp("Protocol, a four-character code such as htps, http, ftp, ssh, imps (kSecAttrProtocol); "
-                               + "shorter codes are padded with spaces.", valueName: "protocol"))
+    @Option(
+        name: .customShort("r"),
+        help: ArgumentHelp(
+            "Protocol, a four-character code such as htps, http, ftp, ssh, imps (kSecAttrProtocol); "
+                + "shorter codes are padded with spaces.", valueName: "protocol"))
     var protocolCode: FourCharCode?
 
     @Option(name: .customShort("P"), help: ArgumentHelp("Port number (kSecAttrPort).", valueName: "port"))
@@ -22,12 +24,15 @@ struct InternetOptions: ParsableArguments {
     @Option(name: .customShort("p"), help: ArgumentHelp("Path (kSecAttrPath).", valueName: "path"))
     var path: String?
 
-    @Option(name: .customShort("d"), help: ArgumentHelp("Security domain (kSecAttrSecurityDomain).", valueName: "domain"))
+    @Option(
+        name: .customShort("d"), help: ArgumentHelp("Security domain (kSecAttrSecurityDomain).", valueName: "domain"))
     var securityDomain: String?
 
-    @Option(name: .customShort("t"),
-            help: ArgumentHelp("Authentication type, a four-character code such as dflt, form, http, ntlm "
-                               + "(kSecAttrAuthenticationType).", valueName: "type"))
+    @Option(
+        name: .customShort("t"),
+        help: ArgumentHelp(
+            "Authentication type, a four-character code such as dflt, form, http, ntlm "
+                + "(kSecAttrAuthenticationType).", valueName: "type"))
     var authenticationType: FourCharCode?
 
     /// True when no attribute was given.
@@ -70,7 +75,8 @@ struct FourCharCode: ExpressibleByArgument {
     var code: String
 
     init?(argument: String) {
-        guard (1...4).contains(argument.utf8.count), argument.unicodeScalars.allSatisfy({ $0.isASCII && $0.value >= 0x20 })
+        guard (1...4).contains(argument.utf8.count),
+            argument.unicodeScalars.allSatisfy({ $0.isASCII && $0.value >= 0x20 })
         else { return nil }
         code = argument + String(repeating: " ", count: 4 - argument.utf8.count)
     }

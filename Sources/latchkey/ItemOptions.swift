@@ -5,23 +5,26 @@ import Latchkey
 /// Where an added item's password comes from: `-w VALUE`, a trailing `-w` / `--prompt`, or
 /// `--password-stdin`. None of them: the item gets an empty password, as with macOS `security`.
 struct PasswordSourceOptions: ParsableArguments {
-    @Option(name: .customShort("w"), parsing: .unconditional,
-            help: ArgumentHelp(
-                "The item's password, given on the command line.",
-                discussion: """
-                    Anything on a command line can be read by other users with ps(1) and may end \
-                    up in your shell history: prefer --password-stdin, or put -w last with no \
-                    value to be prompted.
-                    """,
-                valueName: "password"))
+    @Option(
+        name: .customShort("w"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "The item's password, given on the command line.",
+            discussion: """
+                Anything on a command line can be read by other users with ps(1) and may end \
+                up in your shell history: prefer --password-stdin, or put -w last with no \
+                value to be prompted.
+                """,
+            valueName: "password"))
     var password: String?
 
-    @Flag(name: .customLong("prompt"),
-          help: "Prompt for the password on the terminal, twice (what a trailing -w does).")
+    @Flag(
+        name: .customLong("prompt"),
+        help: "Prompt for the password on the terminal, twice (what a trailing -w does).")
     var prompt = false
 
-    @Flag(name: .customLong("password-stdin"),
-          help: "Read the password from the first line of standard input (without its newline).")
+    @Flag(
+        name: .customLong("password-stdin"),
+        help: "Read the password from the first line of standard input (without its newline).")
     var passwordStdin = false
 
     func validate() throws {
@@ -36,7 +39,8 @@ struct PasswordSourceOptions: ParsableArguments {
         if let password { return NSMutableData(data: Data(password.utf8)) }
         if passwordStdin { return try PasswordInput.standardInputLine().dataCopy() }
         if prompt {
-            return try PasswordInput.confirmed("password data for new item: ", "retype password for new item: ").dataCopy()
+            return try PasswordInput.confirmed("password data for new item: ", "retype password for new item: ")
+                .dataCopy()
         }
         return nil
     }
@@ -50,18 +54,21 @@ struct ItemAttributeOptions: ParsableArguments {
     @Option(name: .customShort("j"), help: ArgumentHelp("Comment (kSecAttrComment).", valueName: "comment"))
     var comment: String?
 
-    @Option(name: .customShort("D"), help: ArgumentHelp("Kind, a description (kSecAttrDescription).", valueName: "kind"))
+    @Option(
+        name: .customShort("D"), help: ArgumentHelp("Kind, a description (kSecAttrDescription).", valueName: "kind"))
     var kind: String?
 
-    @Flag(name: .customShort("U"),
-          help: "Update the item if it already exists, instead of failing with errSecDuplicateItem.")
+    @Flag(
+        name: .customShort("U"),
+        help: "Update the item if it already exists, instead of failing with errSecDuplicateItem.")
     var update = false
 
     @Option(name: .customLong("accessible"), help: Accessibility.help)
     var accessible: Accessibility?
 
-    @Option(name: .customLong("access-group"),
-            help: ArgumentHelp("Access group (kSecAttrAccessGroup); default: the caller's own group.", valueName: "group"))
+    @Option(
+        name: .customLong("access-group"),
+        help: ArgumentHelp("Access group (kSecAttrAccessGroup); default: the caller's own group.", valueName: "group"))
     var accessGroup: String?
 
     @Flag(name: .customLong("sync"), help: "Mark the item synchronizable (kSecAttrSynchronizable).")
@@ -80,7 +87,9 @@ struct ItemAttributeOptions: ParsableArguments {
     /// The attributes of the primary key these options set (both classes): the group and the
     /// synchronizable flag.
     var keyAttributes: [String: Any] {
-        var attributes: [String: Any] = [kSecAttrSynchronizable as String: synchronizable ? kCFBooleanTrue! : kCFBooleanFalse!]
+        var attributes: [String: Any] = [
+            kSecAttrSynchronizable as String: synchronizable ? kCFBooleanTrue! : kCFBooleanFalse!
+        ]
         if let accessGroup { attributes[kSecAttrAccessGroup as String] = accessGroup }
         return attributes
     }
@@ -93,7 +102,9 @@ struct ItemAttributeOptions: ParsableArguments {
 ///   - attributes: other attributes of the new item (label, comment, ...), also applied by `-U`.
 ///   - secret: kSecValueData, or nil to leave an updated item's password unchanged (new items get an
 ///     empty one, as Apple does).
-func addOrUpdate(primaryKey: [String: Any], attributes: [String: Any], secret: NSMutableData?, update: Bool) throws(ExitCode) {
+func addOrUpdate(primaryKey: [String: Any], attributes: [String: Any], secret: NSMutableData?, update: Bool)
+    throws(ExitCode)
+{
     var item = primaryKey.merging(attributes) { _, new in new }
     item[kSecValueData as String] = secret ?? NSMutableData()
     let status = SecItemAdd(item as CFDictionary, nil)

@@ -15,7 +15,9 @@ enum ItemQuery {
 
     /// The find verbs: prints the first matching item's attributes, its password too with `-g`, or
     /// only its password with `-w`.
-    static func find(_ itemClass: CFString, _ filters: [String: Any], passwordOnly: Bool, withPassword: Bool) throws(ExitCode) {
+    static func find(_ itemClass: CFString, _ filters: [String: Any], passwordOnly: Bool, withPassword: Bool)
+        throws(ExitCode)
+    {
         var query = make(itemClass, filters)
         query[kSecMatchLimit as String] = kSecMatchLimitOne
         query[kSecReturnData as String] = (passwordOnly || withPassword) ? kCFBooleanTrue! : kCFBooleanFalse!
@@ -35,7 +37,8 @@ enum ItemQuery {
             throw failure("SecItemCopyMatching", errSecDecode, detail: "unexpected result type")
         }
         let secret = withPassword ? (attributes[kSecValueData as String] as? Data ?? Data()) : nil
-        print(ItemPrinter.render(itemClass: itemClass as String, attributes: attributes, secret: secret), terminator: "")
+        print(
+            ItemPrinter.render(itemClass: itemClass as String, attributes: attributes, secret: secret), terminator: "")
     }
 
     /// The delete verbs: deletes every matching item and says how many, when they could be counted
@@ -47,7 +50,8 @@ enum ItemQuery {
         countQuery[kSecMatchLimit as String] = kSecMatchLimitAll
         countQuery[kSecReturnPersistentRef as String] = kCFBooleanTrue
         var result: CFTypeRef?
-        let counted = SecItemCopyMatching(countQuery as CFDictionary, &result) == errSecSuccess
+        let counted =
+            SecItemCopyMatching(countQuery as CFDictionary, &result) == errSecSuccess
             ? (result as? NSArray)?.count : nil
 
         let status = SecItemDelete(query as CFDictionary)

@@ -21,21 +21,26 @@ enum KeyClassArgument: String, ExpressibleByArgument, CaseIterable {
 /// The attributes keys are matched by in `find-key` and `export`. The key type is not here because
 /// `export` already has a `--type` (what to export); each verb declares it under its own name.
 struct KeyFilterOptions: ParsableArguments {
-    @Option(name: [.customShort("l"), .customLong("label")],
-            help: ArgumentHelp("Match the label (kSecAttrLabel).", valueName: "label"))
+    @Option(
+        name: [.customShort("l"), .customLong("label")],
+        help: ArgumentHelp("Match the label (kSecAttrLabel).", valueName: "label"))
     var label: String?
 
-    @Option(name: .customLong("tag"),
-            help: ArgumentHelp("Match the application tag (kSecAttrApplicationTag), given as text; keys only.",
-                               valueName: "tag"))
+    @Option(
+        name: .customLong("tag"),
+        help: ArgumentHelp(
+            "Match the application tag (kSecAttrApplicationTag), given as text; keys only.",
+            valueName: "tag"))
     var tag: String?
 
-    @Option(name: .customLong("class"),
-            help: ArgumentHelp("Match public or private keys (kSecAttrKeyClass).", valueName: "class"))
+    @Option(
+        name: .customLong("class"),
+        help: ArgumentHelp("Match public or private keys (kSecAttrKeyClass).", valueName: "class"))
     var keyClass: KeyClassArgument?
 
-    @Option(name: .customLong("size"),
-            help: ArgumentHelp("Match the key size in bits (kSecAttrKeySizeInBits).", valueName: "bits"))
+    @Option(
+        name: .customLong("size"),
+        help: ArgumentHelp("Match the key size in bits (kSecAttrKeySizeInBits).", valueName: "bits"))
     var size: Int?
 
     /// True when an option that only keys have was given (everything but the label).

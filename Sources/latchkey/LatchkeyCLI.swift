@@ -1,6 +1,7 @@
 import ArgumentParser
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `latchkey` command: manages the user's session keychain through the agent, with verbs modelled
@@ -64,8 +65,10 @@ struct LatchkeyCLI: ParsableCommand {
     /// same spelling here becomes the `--prompt` flag.
     static func rewriteTrailingPasswordFlag(_ arguments: [String]) -> [String] {
         guard let verb = arguments.first,
-              verb == AddGenericPassword.configuration.commandName || verb == AddInternetPassword.configuration.commandName,
-              arguments.count > 1, arguments.last == "-w" else { return arguments }
+            verb == AddGenericPassword.configuration.commandName
+                || verb == AddInternetPassword.configuration.commandName,
+            arguments.count > 1, arguments.last == "-w"
+        else { return arguments }
         return arguments.dropLast() + ["--prompt"]
     }
 }

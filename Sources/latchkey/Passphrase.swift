@@ -1,25 +1,28 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ArgumentParser
 import LatchkeySecrets
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where the passphrase of a PKCS#12 file or an encrypted key comes from: `--passphrase-stdin`,
 /// `-P PASSPHRASE` (as macOS `security import` and `export` spell it), or a prompt on the terminal.
 struct PassphraseOptions: ParsableArguments {
-    @Flag(name: .customLong("passphrase-stdin"),
-          help: "Read the passphrase from the first line of standard input (without its newline).")
+    @Flag(
+        name: .customLong("passphrase-stdin"),
+        help: "Read the passphrase from the first line of standard input (without its newline).")
     var passphraseStdin = false
 
-    @Option(name: .customShort("P"),
-            help: ArgumentHelp(
-                "The passphrase, given on the command line.",
-                discussion: """
-                    Anything on a command line can be read by other users in /proc and with ps(1), \
-                    and may end up in your shell history: prefer --passphrase-stdin, or leave both \
-                    out to be prompted on the terminal.
-                    """,
-                valueName: "passphrase"))
+    @Option(
+        name: .customShort("P"),
+        help: ArgumentHelp(
+            "The passphrase, given on the command line.",
+            discussion: """
+                Anything on a command line can be read by other users in /proc and with ps(1), \
+                and may end up in your shell history: prefer --passphrase-stdin, or leave both \
+                out to be prompted on the terminal.
+                """,
+            valueName: "passphrase"))
     var passphrase: String?
 
     func validate() throws {
@@ -65,7 +68,8 @@ final class Passphrase {
     }
 
     /// The kept passphrase, or the one from the options, or `ask` on the terminal; kept afterwards.
-    private func obtain(_ what: String, ask: () throws(InputFailure) -> SecretBytes) throws(InputFailure) -> SecretBytes {
+    private func obtain(_ what: String, ask: () throws(InputFailure) -> SecretBytes) throws(InputFailure) -> SecretBytes
+    {
         if let cached { return cached }
         let value: SecretBytes
         if let given = try fromOptions() {
@@ -94,8 +98,9 @@ final class Passphrase {
     private func requireTerminal(_ what: String) throws(InputFailure) {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw InputFailure("\(what) needs a passphrase and there is no terminal to ask on; "
-                               + "give it with --passphrase-stdin (or -P)")
+            throw InputFailure(
+                "\(what) needs a passphrase and there is no terminal to ask on; "
+                    + "give it with --passphrase-stdin (or -P)")
         }
         close(fd)
     }

@@ -20,8 +20,9 @@ struct PasswdCommand: ParsableCommand {
               printf '%s\\n%s\\n' "$OLD" "$NEW" | latchkey passwd --password-stdin
             """)
 
-    @Flag(name: .customLong("password-stdin"),
-          help: "Read the current and the new password from the first two lines of standard input.")
+    @Flag(
+        name: .customLong("password-stdin"),
+        help: "Read the current and the new password from the first two lines of standard input.")
     var passwordStdin = false
 
     func run() throws {
@@ -29,9 +30,10 @@ struct PasswdCommand: ParsableCommand {
         let new: SecretBytes
         do throws(InputFailure) {
             old = try PasswordInput.existing(fromStandardInput: passwordStdin, prompt: "Current keychain password: ")
-            new = try PasswordInput.new(fromStandardInput: passwordStdin,
-                                        prompt: "New keychain password: ",
-                                        confirmation: "Retype the new keychain password: ")
+            new = try PasswordInput.new(
+                fromStandardInput: passwordStdin,
+                prompt: "New keychain password: ",
+                confirmation: "Retype the new keychain password: ")
         } catch {
             throw error.report()
         }

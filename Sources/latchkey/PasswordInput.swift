@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import LatchkeySecrets
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Reading passwords: one line from standard input, or a prompt on the controlling terminal with echo
 /// off. Passwords go straight into `SecretBytes` (locked, wiped on release), never into a `String`.
@@ -46,8 +47,9 @@ enum PasswordInput {
     static func prompt(_ text: String) throws(InputFailure) -> SecretBytes {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw InputFailure("cannot open /dev/tty to ask for the password (\(String(cString: strerror(errno)))); "
-                               + "use --password-stdin")
+            throw InputFailure(
+                "cannot open /dev/tty to ask for the password (\(String(cString: strerror(errno)))); "
+                    + "use --password-stdin")
         }
         defer { close(fd) }
         writeAll(fd, text)

@@ -38,9 +38,11 @@ struct StatusCommand: ParsableCommand {
             lines.append("argon2id: memory \(argon2.m) KiB\(mebibytes), time \(argon2.t), parallelism \(argon2.p)")
         }
         if status.exists {
-            lines.append("device binding: " + (status.deviceBound
-                ? "bound to this machine (ThisDeviceOnly classes need a login through pam_latchkey)"
-                : "not bound (ThisDeviceOnly classes are protected by the password only)"))
+            lines.append(
+                "device binding: "
+                    + (status.deviceBound
+                        ? "bound to this machine (ThisDeviceOnly classes need a login through pam_latchkey)"
+                        : "not bound (ThisDeviceOnly classes are protected by the password only)"))
             if status.deviceBound && !status.deviceFactorHeld {
                 lines.append("device factor: missing; log in through pam_latchkey to open the ThisDeviceOnly classes")
             }
@@ -53,10 +55,13 @@ struct StatusCommand: ParsableCommand {
         lines.append("")
         let names = status.classes.map { KeychainControl.displayName(pdmn: $0.pdmn) }
         let width = max(names.map(\.count).max() ?? 0, "CLASS".count)
-        func padded(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
+        func padded(_ text: String, _ width: Int) -> String {
+            text + String(repeating: " ", count: max(0, width - text.count))
+        }
         lines.append(padded("CLASS", width) + "  " + padded("PDMN", 4) + "  STATE")
         for (state, name) in zip(status.classes, names) {
-            lines.append(padded(name, width) + "  " + padded(state.pdmn, 4) + "  " + (state.unlocked ? "unlocked" : "locked"))
+            lines.append(
+                padded(name, width) + "  " + padded(state.pdmn, 4) + "  " + (state.unlocked ? "unlocked" : "locked"))
         }
         return lines.joined(separator: "\n") + "\n"
     }

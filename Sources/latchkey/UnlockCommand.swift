@@ -16,8 +16,9 @@ struct UnlockCommand: ParsableCommand {
               printf '%s\\n' "$PASSWORD" | latchkey unlock --password-stdin
             """)
 
-    @Flag(name: .customLong("password-stdin"),
-          help: "Read the password from the first line of standard input instead of prompting.")
+    @Flag(
+        name: .customLong("password-stdin"),
+        help: "Read the password from the first line of standard input instead of prompting.")
     var passwordStdin = false
 
     func run() throws {

@@ -63,8 +63,9 @@ final class LockScheduleTests: XCTestCase {
         _ = clock.wait(3)
         XCTAssertNil(clock.send(.screenLocked(source: "login1.LockedHint")))
         XCTAssertNil(clock.send(.screenLocked(source: "login1.Lock")))
-        XCTAssertEqual(clock.schedule.pendingLock, .init(deadline: 1_005, source: "login1.Lock"),
-                       "the first report's deadline and source stand")
+        XCTAssertEqual(
+            clock.schedule.pendingLock, .init(deadline: 1_005, source: "login1.Lock"),
+            "the first report's deadline and source stand")
         XCTAssertEqual(clock.advance(to: 1_005), [Self.screenLock("login1.Lock")])
         // A lock after the pending one fired starts a new grace period.
         _ = clock.wait(1)
@@ -77,8 +78,9 @@ final class LockScheduleTests: XCTestCase {
         var clock = FakeClock(grace: 5)
         _ = clock.send(.screenLocked(source: "login1.Lock"))
         _ = clock.wait(4.9)
-        XCTAssertEqual(clock.send(.screenUnlocked(source: "login1.Unlock")),
-                       .log("screen unlocked within the grace period (login1.Unlock); keys kept"))
+        XCTAssertEqual(
+            clock.send(.screenUnlocked(source: "login1.Unlock")),
+            .log("screen unlocked within the grace period (login1.Unlock); keys kept"))
         XCTAssertNil(clock.schedule.pendingLock)
         XCTAssertNil(clock.schedule.deadline)
         XCTAssertEqual(clock.wait(60), [], "the keys are kept")
@@ -101,8 +103,9 @@ final class LockScheduleTests: XCTestCase {
         var clock = FakeClock(grace: 5)
         _ = clock.send(.screenLocked(source: "login1.Lock"))
         clock.now = 1_005.0005
-        XCTAssertEqual(clock.send(.screenUnlocked(source: "login1.Unlock")),
-                       .log("screen unlocked within the grace period (login1.Unlock); keys kept"))
+        XCTAssertEqual(
+            clock.send(.screenUnlocked(source: "login1.Unlock")),
+            .log("screen unlocked within the grace period (login1.Unlock); keys kept"))
         XCTAssertEqual(clock.advance(to: 1_006), [])
     }
 
@@ -111,8 +114,9 @@ final class LockScheduleTests: XCTestCase {
         XCTAssertEqual(clock.send(.screenLocked(source: "login1.Lock")), Self.screenLock("login1.Lock"))
         XCTAssertNil(clock.schedule.pendingLock, "nothing left to wait for")
         XCTAssertNil(clock.schedule.deadline)
-        XCTAssertEqual(clock.send(.screenLocked(source: "login1.Lock")), Self.screenLock("login1.Lock"),
-                       "every report locks (the keychain logs only when that dropped keys)")
+        XCTAssertEqual(
+            clock.send(.screenLocked(source: "login1.Lock")), Self.screenLock("login1.Lock"),
+            "every report locks (the keychain logs only when that dropped keys)")
         XCTAssertNil(clock.send(.screenUnlocked(source: "login1.Unlock")), "nothing was pending")
         XCTAssertEqual(clock.wait(60), [])
     }
@@ -242,7 +246,8 @@ final class LockScheduleTests: XCTestCase {
         _ = clock.wait(55)
         _ = clock.send(.screenLocked(source: "login1.Lock"))
         XCTAssertEqual(clock.schedule.deadline, 1_060)
-        XCTAssertEqual(clock.advance(to: 1_060), [Self.screenLock("login1.Lock"), .lock(reason: "no keychain use for 1 min")])
+        XCTAssertEqual(
+            clock.advance(to: 1_060), [Self.screenLock("login1.Lock"), .lock(reason: "no keychain use for 1 min")])
         XCTAssertEqual(clock.schedule.deadline, 1_120)
     }
 

@@ -25,8 +25,10 @@ final class LockScheduleTraceTests: XCTestCase {
 
     /// Feeds `steps` (gap before each event) and then runs the clock on for `tail` seconds, waking at
     /// every deadline like `LockPolicy.timerLoop`.
-    private static func trace(_ settings: LockSchedule.Settings, _ steps: [(gap: Double, event: LockSchedule.Event)],
-                              tail: Double) -> (entries: [Entry], end: Double)? {
+    private static func trace(
+        _ settings: LockSchedule.Settings, _ steps: [(gap: Double, event: LockSchedule.Event)],
+        tail: Double
+    ) -> (entries: [Entry], end: Double)? {
         var schedule = LockSchedule(settings: settings, now: start)
         var entries: [Entry] = []
         var now = start
@@ -72,7 +74,8 @@ final class LockScheduleTraceTests: XCTestCase {
             var rest = code
             var steps: [(gap: Double, event: LockSchedule.Event)] = []
             for _ in 0..<3 {
-                steps.append((Self.gaps[rest % Self.gaps.count], Self.events[(rest / Self.gaps.count) % Self.events.count]))
+                steps.append(
+                    (Self.gaps[rest % Self.gaps.count], Self.events[(rest / Self.gaps.count) % Self.events.count]))
                 rest /= choices
             }
             guard let (entries, end) = Self.trace(settings, steps, tail: 2 * Self.idle) else {
@@ -115,27 +118,39 @@ final class LockScheduleTraceTests: XCTestCase {
                 let pending = pendingReport(before: i)
                 let expected: LockSchedule.Action?
                 switch event {
-                case .screenLocked(let source): expected = settings.grace > 0 ? nil : .lock(reason: "screen locked (\(source))")
+                case .screenLocked(let source):
+                    expected = settings.grace > 0 ? nil : .lock(reason: "screen locked (\(source))")
                 case .preparingForSleep: expected = .lock(reason: "the machine is going to sleep")
                 case .screenUnlocked(let source):
-                    expected = pending == nil ? nil : .log("screen unlocked within the grace period (\(source)); keys kept")
+                    expected =
+                        pending == nil ? nil : .log("screen unlocked within the grace period (\(source)); keys kept")
                 case .resumed, .authenticated, .itemUse: expected = nil
                 }
-                if action != expected { return "event \(i) answered \(String(describing: action)), not \(String(describing: expected))" }
+                if action != expected {
+                    return "event \(i) answered \(String(describing: action)), not \(String(describing: expected))"
+                }
                 if case .itemUse = event, settings.idleLimit != nil { lastUse = t }
                 // Nothing may be overdue when an event is handled (the timer ran first).
                 if let report = pending, report.time + settings.grace < t {
                     return "event \(i) at \(t): the lock reported at \(report.time) is overdue"
                 }
-                if let idle = settings.idleLimit, lastUse + idle < t { return "event \(i) at \(t): the idle lock is overdue" }
+                if let idle = settings.idleLimit, lastUse + idle < t {
+                    return "event \(i) at \(t): the idle lock is overdue"
+                }
             case .fired(let t, .lock(let reason)) where reason.hasPrefix("screen locked"):
                 // Exactly one grace period after the report that started it, naming its source.
                 guard let report = pendingReport(before: i) else { return "fired \(i): no screen lock was pending" }
-                if t != report.time + settings.grace { return "fired \(i) at \(t), not \(report.time + settings.grace)" }
-                if reason != "screen locked (\(report.source))" { return "fired \(i) names the wrong source: \(reason)" }
+                if t != report.time + settings.grace {
+                    return "fired \(i) at \(t), not \(report.time + settings.grace)"
+                }
+                if reason != "screen locked (\(report.source))" {
+                    return "fired \(i) names the wrong source: \(reason)"
+                }
             case .fired(let t, .lock(let reason)):
                 guard let idle = settings.idleLimit else { return "fired \(i): an idle lock without an idle limit" }
-                if reason != "no keychain use for \(LockSchedule.describe(seconds: idle))" { return "fired \(i): \(reason)" }
+                if reason != "no keychain use for \(LockSchedule.describe(seconds: idle))" {
+                    return "fired \(i): \(reason)"
+                }
                 if t != lastUse + idle { return "idle lock \(i) at \(t), not \(lastUse + idle)" }
                 lastUse = t
             case .fired(_, .log):
@@ -144,7 +159,9 @@ final class LockScheduleTraceTests: XCTestCase {
         }
         // At the end of the trace nothing is overdue either (the tail outlasts every timer).
         if pendingReport(before: entries.count) != nil { return "a screen lock never fired" }
-        if let idle = settings.idleLimit, lastUse + idle <= end { return "the idle lock due at \(lastUse + idle) never fired" }
+        if let idle = settings.idleLimit, lastUse + idle <= end {
+            return "the idle lock due at \(lastUse + idle) never fired"
+        }
         return nil
     }
 }

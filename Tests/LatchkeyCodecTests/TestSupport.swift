@@ -1,4 +1,5 @@
 import LatchkeyModel
+
 @testable import LatchkeyCodec
 
 // The helpers the codec's tests share. LatchkeyWireTests has its own copies (with request and response
@@ -55,7 +56,8 @@ func randomValue<G: RandomNumberGenerator>(depth: Int = 1, using rng: inout G) -
     case 4: return .double(Double.random(in: -1e300...1e300, using: &rng))
     case 5: return .date(Double.random(in: -1e9...1e9, using: &rng))
     case 6: return .null
-    case 7: return .array((0..<Int.random(in: 0..<4, using: &rng)).map { _ in randomValue(depth: depth + 1, using: &rng) })
+    case 7:
+        return .array((0..<Int.random(in: 0..<4, using: &rng)).map { _ in randomValue(depth: depth + 1, using: &rng) })
     default: return .dictionary(randomDictionary(depth: depth + 1, using: &rng))
     }
 }
@@ -63,7 +65,8 @@ func randomValue<G: RandomNumberGenerator>(depth: Int = 1, using rng: inout G) -
 func randomDictionary<G: RandomNumberGenerator>(depth: Int = 1, using rng: inout G) -> SecDictionary {
     var d: SecDictionary = [:]
     for _ in 0..<Int.random(in: 0..<4, using: &rng) {
-        d[randomString(using: &rng)] = depth < ValueCodec.maxDepth
+        d[randomString(using: &rng)] =
+            depth < ValueCodec.maxDepth
             ? randomValue(depth: depth, using: &rng) : .int(1)
     }
     return d
@@ -91,8 +94,10 @@ func mutate(_ input: [UInt8], using rng: inout SplitMix64) -> [UInt8] {
         case 4 where bytes.count >= 4:
             // Overwrite a u32 with an extreme length or count.
             let at = Int.random(in: 0...(bytes.count - 4), using: &rng)
-            let v: [UInt8] = [[0xff, 0xff, 0xff, 0xff], [0x00, 0x01, 0x00, 0x01], [0x7f, 0xff, 0xff, 0xff], [0, 0, 0, 0]]
-                .randomElement(using: &rng)!
+            let v: [UInt8] = [
+                [0xff, 0xff, 0xff, 0xff], [0x00, 0x01, 0x00, 0x01], [0x7f, 0xff, 0xff, 0xff], [0, 0, 0, 0],
+            ]
+            .randomElement(using: &rng)!
             bytes.replaceSubrange(at..<(at + 4), with: v)
         default:
             break
@@ -104,5 +109,8 @@ func mutate(_ input: [UInt8], using rng: inout SplitMix64) -> [UInt8] {
 /// Runs `body` and returns the CodecError it threw, or nil if it did not throw. (Closures are not
 /// inferred as typed-throwing, hence the cast; the API's typed throws guarantee it succeeds.)
 func codecError<T>(_ body: () throws -> T) -> CodecError? {
-    do { _ = try body(); return nil } catch { return error as? CodecError ?? .malformed("not a CodecError: \(error)") }
+    do {
+        _ = try body()
+        return nil
+    } catch { return error as? CodecError ?? .malformed("not a CodecError: \(error)") }
 }

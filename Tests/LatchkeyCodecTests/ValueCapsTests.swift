@@ -1,12 +1,15 @@
-import XCTest
 import LatchkeyModel
+import XCTest
+
 @testable import LatchkeyCodec
 
 /// Every cap and validity rule turns hostile bytes into a CodecError, never a trap or a big allocation.
 /// (The protocol's own caps, on frames, secrets and messages, are tested in LatchkeyWireTests.)
 final class ValueCapsTests: XCTestCase {
     private func isMalformed(_ error: CodecError?, file: StaticString = #filePath, line: UInt = #line) {
-        guard case .malformed = error else { return XCTFail("expected .malformed, got \(String(describing: error))", file: file, line: line) }
+        guard case .malformed = error else {
+            return XCTFail("expected .malformed, got \(String(describing: error))", file: file, line: line)
+        }
     }
 
     func testHugeLengthsWithFewBytesFailFast() {
@@ -18,9 +21,12 @@ final class ValueCapsTests: XCTestCase {
         }
         for tag: UInt8 in [0x07, 0x08] {
             // Over the count cap...
-            isMalformed(codecError { try ValueCodec.decode([tag, 0xff, 0xff, 0xff, 0xff] + [UInt8](repeating: 9, count: 10)) })
+            isMalformed(
+                codecError { try ValueCodec.decode([tag, 0xff, 0xff, 0xff, 0xff] + [UInt8](repeating: 9, count: 10)) })
             // ...and within it but beyond what 10 bytes can hold.
-            XCTAssertEqual(codecError { try ValueCodec.decode([tag, 0x00, 0x01, 0x00, 0x00] + [UInt8](repeating: 9, count: 10)) }, .truncated)
+            XCTAssertEqual(
+                codecError { try ValueCodec.decode([tag, 0x00, 0x01, 0x00, 0x00] + [UInt8](repeating: 9, count: 10)) },
+                .truncated)
         }
         // A dictionary key length beyond the remaining bytes.
         XCTAssertEqual(codecError { try ValueCodec.decode(hex("08 00000001 ffffffff 61 09")) }, .truncated)
@@ -29,10 +35,17 @@ final class ValueCapsTests: XCTestCase {
     }
 
     func testCollectionCountCapIsExact() throws {
-        func count(_ n: Int) -> [UInt8] { [UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)] }
-        let atCap = [0x07] + count(ValueCodec.maxCollectionCount) + [UInt8](repeating: 0x09, count: ValueCodec.maxCollectionCount)
-        XCTAssertEqual(try ValueCodec.decode(atCap), .array(Array(repeating: .null, count: ValueCodec.maxCollectionCount)))
-        let overCap = [0x07] + count(ValueCodec.maxCollectionCount + 1) + [UInt8](repeating: 0x09, count: ValueCodec.maxCollectionCount + 1)
+        func count(_ n: Int) -> [UInt8] {
+            [UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+        }
+        let atCap =
+            [0x07] + count(ValueCodec.maxCollectionCount)
+            + [UInt8](repeating: 0x09, count: ValueCodec.maxCollectionCount)
+        XCTAssertEqual(
+            try ValueCodec.decode(atCap), .array(Array(repeating: .null, count: ValueCodec.maxCollectionCount)))
+        let overCap =
+            [0x07] + count(ValueCodec.maxCollectionCount + 1)
+            + [UInt8](repeating: 0x09, count: ValueCodec.maxCollectionCount + 1)
         isMalformed(codecError { try ValueCodec.decode(overCap) })
     }
 
@@ -47,7 +60,8 @@ final class ValueCapsTests: XCTestCase {
     }
 
     func testDuplicateKeysFail() {
-        isMalformed(codecError { try ValueCodec.decode(hex("08 00000002 00000001 61 09 00000001 61 03 0000000000000001")) })
+        isMalformed(
+            codecError { try ValueCodec.decode(hex("08 00000002 00000001 61 09 00000001 61 03 0000000000000001")) })
         // Canonically equivalent keys ("é" precomposed and decomposed) are duplicates too.
         isMalformed(codecError { try ValueCodec.decode(hex("08 00000002 00000002 c3a9 09 00000003 65cc81 09")) })
     }

@@ -1,5 +1,6 @@
-import XCTest
 import LatchkeyModel
+import XCTest
+
 @testable import LatchkeyCodec
 
 final class ValueCodecTests: XCTestCase {
@@ -51,7 +52,9 @@ final class ValueCodecTests: XCTestCase {
         var reader = 5
         var keys: [[UInt8]] = []
         for _ in 0..<d.count {
-            let n = Int(encoded[reader]) << 24 | Int(encoded[reader + 1]) << 16 | Int(encoded[reader + 2]) << 8 | Int(encoded[reader + 3])
+            let n =
+                Int(encoded[reader]) << 24 | Int(encoded[reader + 1]) << 16 | Int(encoded[reader + 2]) << 8
+                | Int(encoded[reader + 3])
             keys.append(Array(encoded[(reader + 4)..<(reader + 4 + n)]))
             reader += 4 + n + 1
         }

@@ -1,5 +1,6 @@
-import XCTest
 import LatchkeyModel
+import XCTest
+
 @testable import LatchkeyCodec
 
 /// Random and mutated values through the decoder. The property is "returns or throws a CodecError,

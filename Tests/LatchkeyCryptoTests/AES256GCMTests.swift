@@ -1,5 +1,6 @@
-import XCTest
 import LatchkeySecrets
+import XCTest
+
 @testable import LatchkeyCrypto
 
 /// AES-256-GCM: NIST known answers, round trips, and rejection of every kind of tampering.
@@ -9,10 +10,12 @@ final class AES256GCMTests: XCTestCase {
 
     /// McGrew–Viega GCM specification, test cases 13 and 14 (AES-256, zero key and IV).
     func testNISTKnownAnswers() throws {
-        XCTAssertEqual(hex(try AES256GCM.seal([UInt8](), key: zeroKey, aad: [], nonce: zeroNonce)),
-                       hex(zeroNonce) + "530f8afbc74536b9a963b4f1c4cb738b")
+        XCTAssertEqual(
+            hex(try AES256GCM.seal([UInt8](), key: zeroKey, aad: [], nonce: zeroNonce)),
+            hex(zeroNonce) + "530f8afbc74536b9a963b4f1c4cb738b")
         let sealed = try AES256GCM.seal([UInt8](repeating: 0, count: 16), key: zeroKey, aad: [], nonce: zeroNonce)
-        XCTAssertEqual(hex(sealed), hex(zeroNonce) + "cea7403d4d606b6e074ec5d3baf39d18" + "d0d1c8a799996bf0265b98b5d48ab919")
+        XCTAssertEqual(
+            hex(sealed), hex(zeroNonce) + "cea7403d4d606b6e074ec5d3baf39d18" + "d0d1c8a799996bf0265b98b5d48ab919")
         XCTAssertEqual(try AES256GCM.open(sealed, key: zeroKey, aad: []), [UInt8](repeating: 0, count: 16))
     }
 
@@ -62,7 +65,9 @@ final class AES256GCMTests: XCTestCase {
     }
 
     private func expectFailure(_ body: () throws -> Void, line: UInt = #line) {
-        XCTAssertThrowsError(try body(), line: line) { XCTAssertEqual($0 as? CryptoError, .authenticationFailed, line: line) }
+        XCTAssertThrowsError(try body(), line: line) {
+            XCTAssertEqual($0 as? CryptoError, .authenticationFailed, line: line)
+        }
     }
 
     func testRejectsBadKeyAndNonceSizes() {

@@ -1,5 +1,6 @@
-import XCTest
 import LatchkeySecrets
+import XCTest
+
 @testable import LatchkeyCrypto
 
 /// Keys shared by the asymmetric tests, generated once per test process (RSA generation is slow).
@@ -15,8 +16,10 @@ enum TestKeys {
 /// `openssl` tool made.
 final class AsymmetricKeyTests: XCTestCase {
     func testGeneratedKeysHaveAppleSizesAndRoundTrip() throws {
-        for (key, bits, block) in [(TestKeys.rsa2048, 2048, 256), (TestKeys.p256, 256, 32), (TestKeys.p384, 384, 48),
-                                   (TestKeys.p521, 521, 66)] {
+        for (key, bits, block) in [
+            (TestKeys.rsa2048, 2048, 256), (TestKeys.p256, 256, 32), (TestKeys.p384, 384, 48),
+            (TestKeys.p521, 521, 66),
+        ] {
             XCTAssertTrue(key.isPrivate)
             XCTAssertEqual(key.sizeInBits, bits)
             XCTAssertEqual(key.blockSize, block)
@@ -29,7 +32,8 @@ final class AsymmetricKeyTests: XCTestCase {
             XCTAssertFalse(publicKey.isPrivate)
             XCTAssertEqual(publicKey.sizeInBits, bits)
             XCTAssertEqual(try publicKey.externalRepresentation().unsafeCopyToArray(), key.publicKeyBytes)
-            let reimported = try AsymmetricKey(externalRepresentation: key.publicKeyBytes, algorithm: key.algorithm, isPrivate: false)
+            let reimported = try AsymmetricKey(
+                externalRepresentation: key.publicKeyBytes, algorithm: key.algorithm, isPrivate: false)
             XCTAssertEqual(reimported.publicKeyBytes, key.publicKeyBytes)
             XCTAssertEqual(reimported.applicationLabel, SHA1.hash(key.publicKeyBytes))
         }
@@ -56,14 +60,19 @@ final class AsymmetricKeyTests: XCTestCase {
         let check = try workspace.text(["rsa", "-inform", "DER", "-in", "ours.der", "-check", "-noout"])
         XCTAssertTrue(check.contains("RSA key ok"), check)
         try workspace.write("ours-public.der", TestKeys.rsa2048.publicKeyBytes)
-        XCTAssertEqual(try workspace.run(["rsa", "-RSAPublicKey_in", "-inform", "DER", "-in", "ours-public.der",
-                                          "-RSAPublicKey_out", "-outform", "DER"]), TestKeys.rsa2048.publicKeyBytes)
+        XCTAssertEqual(
+            try workspace.run([
+                "rsa", "-RSAPublicKey_in", "-inform", "DER", "-in", "ours-public.der",
+                "-RSAPublicKey_out", "-outform", "DER",
+            ]), TestKeys.rsa2048.publicKeyBytes)
     }
 
     func testECExternalRepresentationMatchesOpenSSLKeyDump() throws {
         let workspace = try OpenSSLWorkspace()
         for (curve, size) in [("P-256", 32), ("P-384", 48), ("P-521", 66)] {
-            try workspace.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(curve)", "-out", "ec.pem"])
+            try workspace.run([
+                "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(curve)", "-out", "ec.pem",
+            ])
             let dump = try workspace.text(["ec", "-in", "ec.pem", "-text", "-noout"])
             // "priv:" hex block, then "pub:" hex block, then "ASN1 OID".
             let privText = dump.components(separatedBy: "priv:")[1].components(separatedBy: "pub:")[0]
@@ -112,7 +121,9 @@ final class AsymmetricKeyTests: XCTestCase {
             ("EC bytes as RSA", point, .rsa, false),
         ]
         for (name, data, algorithm, isPrivate) in cases {
-            XCTAssertThrowsError(try AsymmetricKey(externalRepresentation: data, algorithm: algorithm, isPrivate: isPrivate), name) {
+            XCTAssertThrowsError(
+                try AsymmetricKey(externalRepresentation: data, algorithm: algorithm, isPrivate: isPrivate), name
+            ) {
                 guard case .invalidInput = $0 as? CryptoError else { return XCTFail("\(name): \($0)") }
             }
         }
@@ -143,31 +154,49 @@ final class AsymmetricKeyTests: XCTestCase {
         XCTAssertFalse(rsaPublic.isSupported(.sign, algorithm: pss512))
         XCTAssertFalse(ec.isSupported(.sign, algorithm: pss512))
         XCTAssertTrue(ec.isSupported(.sign, algorithm: SignatureAlgorithm.ecdsaSignatureMessageX962SHA256.rawValue))
-        XCTAssertTrue(ecPublic.isSupported(.encrypt, algorithm: EncryptionAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM.rawValue))
-        XCTAssertFalse(ec.isSupported(.encrypt, algorithm: EncryptionAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM.rawValue))
-        XCTAssertTrue(ec.isSupported(.decrypt, algorithm: EncryptionAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM.rawValue))
+        XCTAssertTrue(
+            ecPublic.isSupported(
+                .encrypt, algorithm: EncryptionAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM.rawValue))
+        XCTAssertFalse(
+            ec.isSupported(
+                .encrypt, algorithm: EncryptionAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM.rawValue))
+        XCTAssertTrue(
+            ec.isSupported(
+                .decrypt, algorithm: EncryptionAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM.rawValue))
         XCTAssertTrue(ec.isSupported(.keyExchange, algorithm: KeyExchangeAlgorithm.ecdhKeyExchangeStandard.rawValue))
-        XCTAssertFalse(ecPublic.isSupported(.keyExchange, algorithm: KeyExchangeAlgorithm.ecdhKeyExchangeStandard.rawValue))
+        XCTAssertFalse(
+            ecPublic.isSupported(.keyExchange, algorithm: KeyExchangeAlgorithm.ecdhKeyExchangeStandard.rawValue))
         XCTAssertFalse(rsa.isSupported(.keyExchange, algorithm: KeyExchangeAlgorithm.ecdhKeyExchangeStandard.rawValue))
         XCTAssertFalse(rsa.isSupported(.sign, algorithm: "algid:sign:RSA:no-such-thing"))
         // Padding must fit the modulus: 1024-bit RSA (128 bytes) cannot do OAEP-SHA512 (130) or
         // PSS-SHA512 signing, but can do OAEP-SHA384 (98).
         let oaep512 = EncryptionAlgorithm.rsaEncryptionOAEPSHA512.rawValue
-        XCTAssertFalse(AsymmetricKey.isSupported(.encrypt, algorithm: oaep512, keyAlgorithm: .rsa, isPrivate: false, sizeInBits: 1024))
-        XCTAssertFalse(AsymmetricKey.isSupported(.sign, algorithm: pss512, keyAlgorithm: .rsa, isPrivate: true, sizeInBits: 1024))
-        XCTAssertTrue(AsymmetricKey.isSupported(.decrypt, algorithm: EncryptionAlgorithm.rsaEncryptionOAEPSHA384.rawValue,
-                                                keyAlgorithm: .rsa, isPrivate: true, sizeInBits: 1024))
-        XCTAssertTrue(AsymmetricKey.isSupported(.encrypt, algorithm: oaep512, keyAlgorithm: .rsa, isPrivate: false, sizeInBits: 2048))
+        XCTAssertFalse(
+            AsymmetricKey.isSupported(
+                .encrypt, algorithm: oaep512, keyAlgorithm: .rsa, isPrivate: false, sizeInBits: 1024))
+        XCTAssertFalse(
+            AsymmetricKey.isSupported(.sign, algorithm: pss512, keyAlgorithm: .rsa, isPrivate: true, sizeInBits: 1024))
+        XCTAssertTrue(
+            AsymmetricKey.isSupported(
+                .decrypt, algorithm: EncryptionAlgorithm.rsaEncryptionOAEPSHA384.rawValue,
+                keyAlgorithm: .rsa, isPrivate: true, sizeInBits: 1024))
+        XCTAssertTrue(
+            AsymmetricKey.isSupported(
+                .encrypt, algorithm: oaep512, keyAlgorithm: .rsa, isPrivate: false, sizeInBits: 2048))
     }
 
     func testAlgorithmStringsAreApples() {
         // A few spelled out here, as they appear in Apple's SecKeyAdaptors.m, so a typo in the enum fails.
-        XCTAssertEqual(SignatureAlgorithm.ecdsaSignatureMessageX962SHA256.rawValue, "algid:sign:ECDSA:message-X962:SHA256")
-        XCTAssertEqual(SignatureAlgorithm.rsaSignatureDigestPSSSHA384.rawValue, "algid:sign:RSA:digest-PSS:SHA384:SHA384:48")
+        XCTAssertEqual(
+            SignatureAlgorithm.ecdsaSignatureMessageX962SHA256.rawValue, "algid:sign:ECDSA:message-X962:SHA256")
+        XCTAssertEqual(
+            SignatureAlgorithm.rsaSignatureDigestPSSSHA384.rawValue, "algid:sign:RSA:digest-PSS:SHA384:SHA384:48")
         XCTAssertEqual(EncryptionAlgorithm.rsaEncryptionOAEPSHA256.rawValue, "algid:encrypt:RSA:OAEP:SHA256")
-        XCTAssertEqual(EncryptionAlgorithm.eciesEncryptionCofactorVariableIVX963SHA256AESGCM.rawValue,
-                       "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM-KDFIV")
-        XCTAssertEqual(KeyExchangeAlgorithm.ecdhKeyExchangeStandardX963SHA256.rawValue, "algid:keyexchange:ECDH:KDFX963:SHA256")
+        XCTAssertEqual(
+            EncryptionAlgorithm.eciesEncryptionCofactorVariableIVX963SHA256AESGCM.rawValue,
+            "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM-KDFIV")
+        XCTAssertEqual(
+            KeyExchangeAlgorithm.ecdhKeyExchangeStandardX963SHA256.rawValue, "algid:keyexchange:ECDH:KDFX963:SHA256")
         XCTAssertEqual(SignatureAlgorithm.allCases.count, 34)
         XCTAssertEqual(EncryptionAlgorithm.allCases.count, 30)
         XCTAssertEqual(Set(SignatureAlgorithm.allCases.map(\.rawValue)).count, 34)

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import LatchkeyCrypto
 
 /// The internal DER reader's limits: hostile lengths, tags and nesting fail cleanly.

@@ -1,5 +1,6 @@
-import XCTest
 import LatchkeySecrets
+import XCTest
+
 @testable import LatchkeyCrypto
 
 /// PKCS#8 (plain and encrypted), SubjectPublicKeyInfo, traditional and legacy-encrypted PEM, as the
@@ -13,12 +14,18 @@ final class KeyFormatTests: XCTestCase {
 
     func testEncryptedPKCS8FromOpenSSL() throws {
         let workspace = try OpenSSLWorkspace()
-        try workspace.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes-256-cbc",
-                           "-pass", "pass:correct horse", "-out", "encrypted.pem"])
+        try workspace.run([
+            "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes-256-cbc",
+            "-pass", "pass:correct horse", "-out", "encrypted.pem",
+        ])
         XCTAssertTrue(try workspace.readText("encrypted.pem").contains("BEGIN ENCRYPTED PRIVATE KEY"))
-        try workspace.run(["pkey", "-in", "encrypted.pem", "-passin", "pass:correct horse", "-traditional", "-out", "plain.pem"])
-        try workspace.run(["pkcs8", "-topk8", "-in", "plain.pem", "-v2", "aes-128-cbc", "-passout", "pass:correct horse",
-                           "-outform", "DER", "-out", "encrypted.der"])
+        try workspace.run([
+            "pkey", "-in", "encrypted.pem", "-passin", "pass:correct horse", "-traditional", "-out", "plain.pem",
+        ])
+        try workspace.run([
+            "pkcs8", "-topk8", "-in", "plain.pem", "-v2", "aes-128-cbc", "-passout", "pass:correct horse",
+            "-outform", "DER", "-out", "encrypted.der",
+        ])
         let reference = try AsymmetricKey(pem: secretFile(workspace, "plain.pem"))
         let fromPEM = try AsymmetricKey(pem: secretFile(workspace, "encrypted.pem"), password: password)
         let fromDER = try AsymmetricKey(der: secretFile(workspace, "encrypted.der"), password: password)
@@ -39,10 +46,15 @@ final class KeyFormatTests: XCTestCase {
 
     func testTraditionalAndPublicKeyFiles() throws {
         let workspace = try OpenSSLWorkspace()
-        try workspace.run(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024", "-pkeyopt", "rsa_keygen_pubexp:3",
-                           "-out", "rsa.pem"])
+        try workspace.run([
+            "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024", "-pkeyopt", "rsa_keygen_pubexp:3",
+            "-out", "rsa.pem",
+        ])
         try workspace.run(["rsa", "-in", "rsa.pem", "-traditional", "-out", "rsa-traditional.pem"])
-        try workspace.run(["rsa", "-in", "rsa.pem", "-traditional", "-aes128", "-passout", "pass:correct horse", "-out", "rsa-legacy.pem"])
+        try workspace.run([
+            "rsa", "-in", "rsa.pem", "-traditional", "-aes128", "-passout", "pass:correct horse", "-out",
+            "rsa-legacy.pem",
+        ])
         try workspace.run(["rsa", "-in", "rsa.pem", "-RSAPublicKey_out", "-out", "rsa-pkcs1-public.pem"])
         try workspace.run(["rsa", "-in", "rsa.pem", "-pubout", "-out", "rsa-spki.pem"])
         try workspace.run(["rsa", "-in", "rsa.pem", "-pubout", "-outform", "DER", "-out", "rsa-spki.der"])
@@ -53,10 +65,13 @@ final class KeyFormatTests: XCTestCase {
 
         let rsa = try AsymmetricKey(pem: secretFile(workspace, "rsa.pem"))
         XCTAssertEqual(rsa.sizeInBits, 1024)
-        XCTAssertEqual(try AsymmetricKey(pem: secretFile(workspace, "rsa-traditional.pem")).publicKeyBytes, rsa.publicKeyBytes)
+        XCTAssertEqual(
+            try AsymmetricKey(pem: secretFile(workspace, "rsa-traditional.pem")).publicKeyBytes, rsa.publicKeyBytes)
         let legacy = try AsymmetricKey(pem: secretFile(workspace, "rsa-legacy.pem"), password: password)
         XCTAssertTrue(try legacy.externalRepresentation().constantTimeEquals(rsa.externalRepresentation()))
-        XCTAssertThrowsError(try AsymmetricKey(pem: secretFile(workspace, "rsa-legacy.pem"), password: SecretBytes(copying: [0x41]))) {
+        XCTAssertThrowsError(
+            try AsymmetricKey(pem: secretFile(workspace, "rsa-legacy.pem"), password: SecretBytes(copying: [0x41]))
+        ) {
             XCTAssertEqual($0 as? CryptoError, .wrongPassword)
         }
         for name in ["rsa-pkcs1-public.pem", "rsa-spki.pem"] {
@@ -68,8 +83,9 @@ final class KeyFormatTests: XCTestCase {
         XCTAssertEqual(try rsa.subjectPublicKeyInfoDER(), try workspace.read("rsa-spki.der"))
         // Exponent 3 is unusual but valid, and Apple accepts it: the external representation round-trips.
         let external = try rsa.externalRepresentation()
-        XCTAssertEqual(try AsymmetricKey(externalRepresentation: external, algorithm: .rsa, isPrivate: true).publicKeyBytes,
-                       rsa.publicKeyBytes)
+        XCTAssertEqual(
+            try AsymmetricKey(externalRepresentation: external, algorithm: .rsa, isPrivate: true).publicKeyBytes,
+            rsa.publicKeyBytes)
 
         let ec = try AsymmetricKey(pem: secretFile(workspace, "ec-with-parameters.pem"))
         XCTAssertEqual(ec.algorithm, .ec)
@@ -83,18 +99,25 @@ final class KeyFormatTests: XCTestCase {
             try workspace.write("plain\(index).pem", try key.pkcs8PEM())
             try workspace.write("encrypted\(index).pem", try key.pkcs8PEM(password: password))
             XCTAssertTrue(try workspace.readText("plain\(index).pem").hasPrefix("-----BEGIN PRIVATE KEY-----\n"))
-            XCTAssertTrue(try workspace.readText("encrypted\(index).pem").hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----\n"))
-            let plainDER = try workspace.run(["pkcs8", "-topk8", "-nocrypt", "-in", "plain\(index).pem", "-outform", "DER"])
-            let decrypted = try workspace.run(["pkcs8", "-topk8", "-nocrypt", "-in", "encrypted\(index).pem",
-                                               "-passin", "pass:correct horse", "-outform", "DER"])
+            XCTAssertTrue(
+                try workspace.readText("encrypted\(index).pem").hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----\n"))
+            let plainDER = try workspace.run([
+                "pkcs8", "-topk8", "-nocrypt", "-in", "plain\(index).pem", "-outform", "DER",
+            ])
+            let decrypted = try workspace.run([
+                "pkcs8", "-topk8", "-nocrypt", "-in", "encrypted\(index).pem",
+                "-passin", "pass:correct horse", "-outform", "DER",
+            ])
             XCTAssertEqual(plainDER, try key.pkcs8DER().unsafeCopyToArray())
             XCTAssertEqual(decrypted, plainDER)
             let info = try workspace.text(["asn1parse", "-in", "encrypted\(index).pem"])
             XCTAssertTrue(info.contains("PBES2") && info.contains("aes-256-cbc"), info)
-            XCTAssertNotEqual(try workspace.status(["pkey", "-in", "encrypted\(index).pem", "-passin", "pass:wrong"]).status, 0)
+            XCTAssertNotEqual(
+                try workspace.status(["pkey", "-in", "encrypted\(index).pem", "-passin", "pass:wrong"]).status, 0)
             try workspace.write("public\(index).pem", try key.subjectPublicKeyInfoPEM())
-            XCTAssertEqual(try workspace.run(["pkey", "-pubin", "-in", "public\(index).pem", "-outform", "DER"]),
-                           try key.subjectPublicKeyInfoDER())
+            XCTAssertEqual(
+                try workspace.run(["pkey", "-pubin", "-in", "public\(index).pem", "-outform", "DER"]),
+                try key.subjectPublicKeyInfoDER())
         }
         XCTAssertThrowsError(try TestKeys.p256.publicKey().pkcs8DER())
     }
@@ -108,7 +131,9 @@ final class KeyFormatTests: XCTestCase {
                 guard case .unsupported = $0 as? CryptoError else { return XCTFail("\(name): \($0)") }
             }
         }
-        let garbage: [[UInt8]] = [[], [0x30], [0x30, 0x03, 0x02, 0x01], Array("hello".utf8), [UInt8](repeating: 0x30, count: 64)]
+        let garbage: [[UInt8]] = [
+            [], [0x30], [0x30, 0x03, 0x02, 0x01], Array("hello".utf8), [UInt8](repeating: 0x30, count: 64),
+        ]
         for bytes in garbage {
             XCTAssertThrowsError(try AsymmetricKey(der: SecretBytes(copying: bytes)))
             XCTAssertThrowsError(try AsymmetricKey(pem: SecretBytes(copying: bytes)))
@@ -123,7 +148,8 @@ final class KeyFormatTests: XCTestCase {
 
     func testPEMBlocks() throws {
         let der1: [UInt8] = Array(0..<100).map { UInt8($0) }, der2: [UInt8] = [0xFF, 0x00, 0x7F]
-        let text = "junk before\r\n" + PEM.encode(der1, label: "CERTIFICATE").replacingOccurrences(of: "\n", with: "\r\n")
+        let text =
+            "junk before\r\n" + PEM.encode(der1, label: "CERTIFICATE").replacingOccurrences(of: "\n", with: "\r\n")
             + "between\n" + PEM.encode(der2, label: "PRIVATE KEY")
         let blocks = try PEM.blocks(in: Array(text.utf8))
         XCTAssertEqual(blocks.map(\.label), ["CERTIFICATE", "PRIVATE KEY"])
@@ -132,14 +158,15 @@ final class KeyFormatTests: XCTestCase {
         XCTAssertTrue(PEM.looksLikePEM(Array(text.utf8)))
         XCTAssertFalse(PEM.looksLikePEM(der1))
         // Lines are 64 characters, as RFC 7468 and OpenSSL write them.
-        XCTAssertTrue(PEM.encode(der1, label: "X").split(separator: "\n").dropFirst().dropLast().allSatisfy { $0.count <= 64 })
+        XCTAssertTrue(
+            PEM.encode(der1, label: "X").split(separator: "\n").dropFirst().dropLast().allSatisfy { $0.count <= 64 })
 
         let broken = [
-            "-----BEGIN CERTIFICATE-----\nAAAA\n",                                   // no END
-            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END PRIVATE KEY-----\n",        // mismatched END
-            "-----BEGIN CERTIFICATE-----\nAA*A\n-----END CERTIFICATE-----\n",        // bad character
-            "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n",         // bad length
-            "-----BEGIN CERTIFICATE-----\nA=AA\n-----END CERTIFICATE-----\n",        // padding in the middle
+            "-----BEGIN CERTIFICATE-----\nAAAA\n",  // no END
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END PRIVATE KEY-----\n",  // mismatched END
+            "-----BEGIN CERTIFICATE-----\nAA*A\n-----END CERTIFICATE-----\n",  // bad character
+            "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n",  // bad length
+            "-----BEGIN CERTIFICATE-----\nA=AA\n-----END CERTIFICATE-----\n",  // padding in the middle
         ]
         for sample in broken {
             XCTAssertThrowsError(try PEM.blocks(in: Array(sample.utf8)), sample) {

@@ -15,7 +15,8 @@ final class OpenSSLWorkspace {
     let directory: URL
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-crypto-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "latchkey-crypto-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
@@ -47,7 +48,9 @@ final class OpenSSLWorkspace {
     @discardableResult
     func run(_ arguments: [String], input: [UInt8]? = nil) throws -> [UInt8] {
         let result = try status(arguments, input: input)
-        guard result.status == 0 else { throw CommandFailed(arguments: arguments, status: result.status, stderr: result.stderr) }
+        guard result.status == 0 else {
+            throw CommandFailed(arguments: arguments, status: result.status, stderr: result.stderr)
+        }
         return result.stdout
     }
 
@@ -57,7 +60,8 @@ final class OpenSSLWorkspace {
     }
 
     /// Runs `openssl arguments` and returns the exit status with both outputs.
-    func status(_ arguments: [String], input: [UInt8]? = nil) throws -> (status: Int32, stdout: [UInt8], stderr: String) {
+    func status(_ arguments: [String], input: [UInt8]? = nil) throws -> (status: Int32, stdout: [UInt8], stderr: String)
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.executable)
         process.arguments = arguments

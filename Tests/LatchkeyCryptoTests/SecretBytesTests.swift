@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 import LatchkeySecrets
+import XCTest
 
 /// `SecretBytes` storage: zeroed, independent, wiped on release, and locked in memory for as long as
 /// any secret lives (page locks do not nest, so freeing one secret must not unlock another's page).
@@ -10,7 +10,9 @@ final class SecretBytesTests: XCTestCase {
         for round in 0..<3 {
             for size in [0, 1, 31, 32, 33, 64, 100, 512, 4096, 4097, 10_000] {
                 let secret = SecretBytes(count: size)
-                secret.withUnsafeBytes { XCTAssertTrue($0.allSatisfy { $0 == 0 }, "fresh storage of \(size) bytes is zero") }
+                secret.withUnsafeBytes {
+                    XCTAssertTrue($0.allSatisfy { $0 == 0 }, "fresh storage of \(size) bytes is zero")
+                }
                 let seed = size &+ round * 7
                 secret.withUnsafeMutableBytes { buffer in
                     for i in 0..<buffer.count { buffer[i] = UInt8(truncatingIfNeeded: i &+ seed) }

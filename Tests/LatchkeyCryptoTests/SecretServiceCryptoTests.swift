@@ -1,6 +1,7 @@
-import XCTest
-@testable import LatchkeyCrypto
 import LatchkeySecrets
+import XCTest
+
+@testable import LatchkeyCrypto
 
 /// The Secret Service session primitives: Oakley group 2 DH and AES-128-CBC/PKCS#7.
 final class SecretServiceCryptoTests: XCTestCase {
@@ -62,8 +63,10 @@ final class SecretServiceCryptoTests: XCTestCase {
         let a = try OakleyGroup2KeyPair()
         var pMinus1 = OakleyGroup2KeyPair.prime
         pMinus1[127] -= 1
-        for bad in [[], [0], [1], [0, 0, 1], pMinus1, OakleyGroup2KeyPair.prime, [UInt8](repeating: 0xFF, count: 128),
-                    [UInt8](repeating: 1, count: 129)] {
+        for bad in [
+            [], [0], [1], [0, 0, 1], pMinus1, OakleyGroup2KeyPair.prime, [UInt8](repeating: 0xFF, count: 128),
+            [UInt8](repeating: 1, count: 129),
+        ] {
             XCTAssertThrowsError(try a.sharedSecret(peer: bad), "\(bad.prefix(4))")
         }
         var pMinus2 = pMinus1

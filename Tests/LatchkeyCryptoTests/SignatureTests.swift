@@ -1,5 +1,6 @@
-import XCTest
 import LatchkeySecrets
+import XCTest
+
 @testable import LatchkeyCrypto
 
 /// Signatures made here verify with `openssl`, and signatures `openssl` made verify here.
@@ -12,15 +13,19 @@ final class SignatureTests: XCTestCase {
         try workspace.write("\(name)-public.pem", try key.subjectPublicKeyInfoPEM())
     }
 
-    private static let dgstNames: [DigestAlgorithm: String] = [.sha1: "-sha1", .sha224: "-sha224", .sha256: "-sha256",
-                                                             .sha384: "-sha384", .sha512: "-sha512"]
+    private static let dgstNames: [DigestAlgorithm: String] = [
+        .sha1: "-sha1", .sha224: "-sha224", .sha256: "-sha256",
+        .sha384: "-sha384", .sha512: "-sha512",
+    ]
 
     func testECDSAInteroperatesWithOpenSSL() throws {
         let workspace = try OpenSSLWorkspace()
         try workspace.write("message", message)
-        let algorithms: [SignatureAlgorithm] = [.ecdsaSignatureMessageX962SHA1, .ecdsaSignatureMessageX962SHA224,
-                                                .ecdsaSignatureMessageX962SHA256, .ecdsaSignatureMessageX962SHA384,
-                                                .ecdsaSignatureMessageX962SHA512]
+        let algorithms: [SignatureAlgorithm] = [
+            .ecdsaSignatureMessageX962SHA1, .ecdsaSignatureMessageX962SHA224,
+            .ecdsaSignatureMessageX962SHA256, .ecdsaSignatureMessageX962SHA384,
+            .ecdsaSignatureMessageX962SHA512,
+        ]
         for (index, key) in TestKeys.ecKeys.enumerated() {
             let name = "ec\(index)"
             try exportKey(key, to: workspace, name: name)
@@ -30,7 +35,9 @@ final class SignatureTests: XCTestCase {
                 // Ours → openssl.
                 let signature = try key.sign(algorithm, message)
                 try workspace.write("ours.sig", signature)
-                let verified = try workspace.text(["dgst", digestFlag, "-verify", "\(name)-public.pem", "-signature", "ours.sig", "message"])
+                let verified = try workspace.text([
+                    "dgst", digestFlag, "-verify", "\(name)-public.pem", "-signature", "ours.sig", "message",
+                ])
                 XCTAssertTrue(verified.contains("Verified OK"), "\(algorithm) on \(key.sizeInBits): \(verified)")
                 // openssl → ours.
                 try workspace.run(["dgst", digestFlag, "-sign", "\(name).pem", "-out", "theirs.sig", "message"])
@@ -42,7 +49,8 @@ final class SignatureTests: XCTestCase {
                 XCTAssertFalse(try publicKey.verify(algorithm, message, signature: damaged))
                 XCTAssertFalse(try publicKey.verify(algorithm, message, signature: []))
                 // The digest form of the same algorithm agrees with the message form.
-                let digestAlgorithm = SignatureAlgorithm(rawValue: algorithm.rawValue.replacingOccurrences(of: "message-", with: "digest-"))!
+                let digestAlgorithm = SignatureAlgorithm(
+                    rawValue: algorithm.rawValue.replacingOccurrences(of: "message-", with: "digest-"))!
                 let digest = try algorithm.digest!.hash(message)
                 XCTAssertTrue(try publicKey.verify(digestAlgorithm, digest, signature: theirs))
                 XCTAssertTrue(try publicKey.verify(.ecdsaSignatureDigestX962, digest, signature: theirs))
@@ -57,7 +65,9 @@ final class SignatureTests: XCTestCase {
         let digest = try DigestAlgorithm.sha384.hash(message)
         try workspace.write("digest", digest)
         try workspace.write("ours.sig", try key.sign(.ecdsaSignatureDigestX962SHA384, digest))
-        let result = try workspace.text(["pkeyutl", "-verify", "-pubin", "-inkey", "ec-public.pem", "-in", "digest", "-sigfile", "ours.sig"])
+        let result = try workspace.text([
+            "pkeyutl", "-verify", "-pubin", "-inkey", "ec-public.pem", "-in", "digest", "-sigfile", "ours.sig",
+        ])
         XCTAssertTrue(result.contains("Signature Verified Successfully"), result)
     }
 
@@ -73,8 +83,10 @@ final class SignatureTests: XCTestCase {
             // The DER form of the same r and s is a signature OpenSSL accepts over the same digest.
             try workspace.write("digest", digest)
             try workspace.write("der.sig", AsymmetricKey.derECDSASignature(fromRaw: raw, fieldSize: key.blockSize)!)
-            let result = try workspace.text(["pkeyutl", "-verify", "-pubin", "-inkey", "ec\(index)-public.pem",
-                                             "-in", "digest", "-sigfile", "der.sig"])
+            let result = try workspace.text([
+                "pkeyutl", "-verify", "-pubin", "-inkey", "ec\(index)-public.pem",
+                "-in", "digest", "-sigfile", "der.sig",
+            ])
             XCTAssertTrue(result.contains("Signature Verified Successfully"), result)
         }
     }
@@ -84,34 +96,46 @@ final class SignatureTests: XCTestCase {
         try workspace.write("message", message)
         let key = TestKeys.rsa2048, publicKey = try key.publicKey()
         try exportKey(key, to: workspace, name: "rsa")
-        let pkcs1: [SignatureAlgorithm] = [.rsaSignatureMessagePKCS1v15SHA1, .rsaSignatureMessagePKCS1v15SHA224,
-                                           .rsaSignatureMessagePKCS1v15SHA256, .rsaSignatureMessagePKCS1v15SHA384,
-                                           .rsaSignatureMessagePKCS1v15SHA512]
-        let pss: [SignatureAlgorithm] = [.rsaSignatureMessagePSSSHA1, .rsaSignatureMessagePSSSHA224, .rsaSignatureMessagePSSSHA256,
-                                         .rsaSignatureMessagePSSSHA384, .rsaSignatureMessagePSSSHA512]
+        let pkcs1: [SignatureAlgorithm] = [
+            .rsaSignatureMessagePKCS1v15SHA1, .rsaSignatureMessagePKCS1v15SHA224,
+            .rsaSignatureMessagePKCS1v15SHA256, .rsaSignatureMessagePKCS1v15SHA384,
+            .rsaSignatureMessagePKCS1v15SHA512,
+        ]
+        let pss: [SignatureAlgorithm] = [
+            .rsaSignatureMessagePSSSHA1, .rsaSignatureMessagePSSSHA224, .rsaSignatureMessagePSSSHA256,
+            .rsaSignatureMessagePSSSHA384, .rsaSignatureMessagePSSSHA512,
+        ]
         for algorithm in pkcs1 + pss {
             let digest = algorithm.digest!
             let flag = Self.dgstNames[digest]!
             let isPSS = pss.contains(algorithm)
             let mdName = String(flag.dropFirst())
-            let pssOptions = isPSS ? ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:digest",
-                                      "-sigopt", "rsa_mgf1_md:\(mdName)"] : []
+            let pssOptions =
+                isPSS
+                ? [
+                    "-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:digest",
+                    "-sigopt", "rsa_mgf1_md:\(mdName)",
+                ] : []
             let signature = try key.sign(algorithm, message)
             XCTAssertEqual(signature.count, 256)
             try workspace.write("ours.sig", signature)
-            let verified = try workspace.text(["dgst", flag] + pssOptions + ["-verify", "rsa-public.pem", "-signature", "ours.sig", "message"])
+            let verified = try workspace.text(
+                ["dgst", flag] + pssOptions + ["-verify", "rsa-public.pem", "-signature", "ours.sig", "message"])
             XCTAssertTrue(verified.contains("Verified OK"), "\(algorithm): \(verified)")
 
             try workspace.run(["dgst", flag] + pssOptions + ["-sign", "rsa.pem", "-out", "theirs.sig", "message"])
             let theirs = try workspace.read("theirs.sig")
             XCTAssertTrue(try publicKey.verify(algorithm, message, signature: theirs), "\(algorithm)")
             XCTAssertFalse(try publicKey.verify(algorithm, Array(message.dropLast()), signature: theirs))
-            let digestAlgorithm = SignatureAlgorithm(rawValue: algorithm.rawValue.replacingOccurrences(of: "message-", with: "digest-"))!
+            let digestAlgorithm = SignatureAlgorithm(
+                rawValue: algorithm.rawValue.replacingOccurrences(of: "message-", with: "digest-"))!
             XCTAssertTrue(try publicKey.verify(digestAlgorithm, digest.hash(message), signature: theirs))
             if isPSS {
                 // Apple's PSS uses a salt exactly as long as the digest; a zero-length salt is refused.
-                try workspace.run(["dgst", flag, "-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:0",
-                                   "-sigopt", "rsa_mgf1_md:\(mdName)", "-sign", "rsa.pem", "-out", "nosalt.sig", "message"])
+                try workspace.run([
+                    "dgst", flag, "-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:0",
+                    "-sigopt", "rsa_mgf1_md:\(mdName)", "-sign", "rsa.pem", "-out", "nosalt.sig", "message",
+                ])
                 XCTAssertFalse(try publicKey.verify(algorithm, message, signature: workspace.read("nosalt.sig")))
                 // Two signatures of the same message differ (random salt).
                 XCTAssertNotEqual(try key.sign(algorithm, message), signature)
@@ -128,14 +152,19 @@ final class SignatureTests: XCTestCase {
         // digest-PKCS1v15 without a hash: type-1 padding around the input, no DigestInfo.
         let input = Array((0..<36).map { UInt8($0) })
         try workspace.write("pkcs1.sig", try key.sign(.rsaSignatureDigestPKCS1v15Raw, input))
-        XCTAssertEqual(try workspace.run(["pkeyutl", "-verifyrecover", "-pubin", "-inkey", "rsa-public.pem", "-in", "pkcs1.sig",
-                                          "-pkeyopt", "rsa_padding_mode:pkcs1"]), input)
+        XCTAssertEqual(
+            try workspace.run([
+                "pkeyutl", "-verifyrecover", "-pubin", "-inkey", "rsa-public.pem", "-in", "pkcs1.sig",
+                "-pkeyopt", "rsa_padding_mode:pkcs1",
+            ]), input)
         // Raw: the input as a number.
         let rawInput: [UInt8] = [0x01, 0x02, 0x03, 0x04]
         let rawSignature = try key.sign(.rsaSignatureRaw, rawInput)
         try workspace.write("raw.sig", rawSignature)
-        let recovered = try workspace.run(["pkeyutl", "-verifyrecover", "-pubin", "-inkey", "rsa-public.pem", "-in", "raw.sig",
-                                           "-pkeyopt", "rsa_padding_mode:none"])
+        let recovered = try workspace.run([
+            "pkeyutl", "-verifyrecover", "-pubin", "-inkey", "rsa-public.pem", "-in", "raw.sig",
+            "-pkeyopt", "rsa_padding_mode:none",
+        ])
         XCTAssertEqual(recovered, [UInt8](repeating: 0, count: 252) + rawInput)
         XCTAssertTrue(try key.publicKey().verify(.rsaSignatureRaw, rawInput, signature: rawSignature))
         XCTAssertFalse(try key.publicKey().verify(.rsaSignatureRaw, [0x01, 0x02, 0x03, 0x05], signature: rawSignature))
@@ -143,7 +172,9 @@ final class SignatureTests: XCTestCase {
 
     func testMisuseThrowsAndBadSignaturesAreFalse() throws {
         let rsa = TestKeys.rsa2048, ec = TestKeys.p256
-        func assertError(_ expression: @autoclosure () throws -> Any, _ expected: (CryptoError) -> Bool, line: UInt = #line) {
+        func assertError(
+            _ expression: @autoclosure () throws -> Any, _ expected: (CryptoError) -> Bool, line: UInt = #line
+        ) {
             XCTAssertThrowsError(try expression(), line: line) {
                 XCTAssertTrue(($0 as? CryptoError).map(expected) ?? false, "\($0)", line: line)
             }

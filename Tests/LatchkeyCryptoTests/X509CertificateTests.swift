@@ -1,6 +1,7 @@
 import Foundation
-import XCTest
 import LatchkeySecrets
+import XCTest
+
 @testable import LatchkeyCrypto
 
 /// Certificates made by `openssl req -x509`, read here and compared with what OpenSSL's own parser
@@ -35,23 +36,33 @@ final class X509CertificateTests: XCTestCase {
     /// Makes a self-signed certificate with `subject`; returns its DER. `extensions` names a section
     /// of `config` ("none" gives a v1 certificate).
     @discardableResult
-    private func makeCertificate(_ workspace: OpenSSLWorkspace, subject: String, name: String = "cert",
-                                 extensions: String = "skid", stringMask: String = "default", key: String = "ec",
-                                 extra: [String] = []) throws -> [UInt8] {
+    private func makeCertificate(
+        _ workspace: OpenSSLWorkspace, subject: String, name: String = "cert",
+        extensions: String = "skid", stringMask: String = "default", key: String = "ec",
+        extra: [String] = []
+    ) throws -> [UInt8] {
         try workspace.write("req.cnf", config(stringMask: stringMask))
-        let keyOptions = key == "ec" ? ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
-                                     : ["-newkey", "rsa:2048"]
-        try workspace.run(["req", "-x509", "-new"] + keyOptions + ["-nodes", "-keyout", "\(name).key", "-out", "\(name).pem",
-                           "-config", "req.cnf", "-extensions", extensions, "-subj", subject, "-days", "1"] + extra)
+        let keyOptions =
+            key == "ec"
+            ? ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
+            : ["-newkey", "rsa:2048"]
+        try workspace.run(
+            ["req", "-x509", "-new"] + keyOptions + [
+                "-nodes", "-keyout", "\(name).key", "-out", "\(name).pem",
+                "-config", "req.cnf", "-extensions", extensions, "-subj", subject, "-days", "1",
+            ] + extra)
         try workspace.run(["x509", "-in", "\(name).pem", "-outform", "DER", "-out", "\(name).der"])
         return try workspace.read("\(name).der")
     }
 
     /// The issuer and subject Names as OpenSSL's `asn1parse` delimits them: the depth-2 elements
     /// before and after the validity SEQUENCE (the one whose first child is a time).
-    private func namesByOpenSSL(_ workspace: OpenSSLWorkspace, _ name: String) throws -> (issuer: [UInt8], subject: [UInt8]) {
+    private func namesByOpenSSL(_ workspace: OpenSSLWorkspace, _ name: String) throws -> (
+        issuer: [UInt8], subject: [UInt8]
+    ) {
         let der = try workspace.read("\(name).der")
-        let lines = try workspace.text(["asn1parse", "-inform", "DER", "-in", "\(name).der"]).split(separator: "\n").map(String.init)
+        let lines = try workspace.text(["asn1parse", "-inform", "DER", "-in", "\(name).der"]).split(separator: "\n")
+            .map(String.init)
         struct Item { var offset: Int, depth: Int, length: Int, text: String }
         let items: [Item] = lines.compactMap { line in
             let parts = line.split(separator: ":", maxSplits: 1)
@@ -71,8 +82,10 @@ final class X509CertificateTests: XCTestCase {
         }!
         let issuer = items[..<validity].last { $0.depth == 2 }!
         let subject = items[(validity + 1)...].first { $0.depth == 2 }!
-        return (Array(der[issuer.offset..<(issuer.offset + issuer.length)]),
-                Array(der[subject.offset..<(subject.offset + subject.length)]))
+        return (
+            Array(der[issuer.offset..<(issuer.offset + issuer.length)]),
+            Array(der[subject.offset..<(subject.offset + subject.length)])
+        )
     }
 
     /// The content of a DER SEQUENCE (short or long length form).
@@ -83,8 +96,9 @@ final class X509CertificateTests: XCTestCase {
 
     func testFieldsMatchOpenSSL() throws {
         let workspace = try OpenSSLWorkspace()
-        let der = try makeCertificate(workspace, subject: "/CN=  my  test   cert /O=acme corp/OU=unit one/OU=unit two",
-                                      extra: ["-set_serial", "0x80112233"])
+        let der = try makeCertificate(
+            workspace, subject: "/CN=  my  test   cert /O=acme corp/OU=unit one/OU=unit two",
+            extra: ["-set_serial", "0x80112233"])
         let certificate = try X509Certificate(der: der)
         XCTAssertEqual(certificate.der, der)
         XCTAssertEqual(certificate.version, 3)
@@ -110,7 +124,9 @@ final class X509CertificateTests: XCTestCase {
         XCTAssertEqual(try certificate.publicKey().publicKeyBytes, key.publicKeyBytes)
 
         // Validity as CFAbsoluteTime, against OpenSSL's ISO 8601 rendering.
-        let dates = try workspace.text(["x509", "-in", "cert.pem", "-noout", "-startdate", "-enddate", "-dateopt", "iso_8601"])
+        let dates = try workspace.text([
+            "x509", "-in", "cert.pem", "-noout", "-startdate", "-enddate", "-dateopt", "iso_8601",
+        ])
         func absolute(_ field: String) -> Double {
             let text = dates.components(separatedBy: "\(field)=")[1].components(separatedBy: "\n")[0]
             let formatter = DateFormatter()
@@ -148,7 +164,8 @@ final class X509CertificateTests: XCTestCase {
         try makeCertificate(workspace, subject: "/CN=  my  test   cert /description=\(words)/O=acme corp", name: "raw")
         // The same Name, written by OpenSSL with the values already in Apple's normal form.
         let normalWords = Array(repeating: "WORD", count: 25).joined(separator: " ")  // 124 characters: short form
-        try makeCertificate(workspace, subject: "/CN=MY TEST CERT/description=\(normalWords)/O=ACME CORP", name: "normal")
+        try makeCertificate(
+            workspace, subject: "/CN=MY TEST CERT/description=\(normalWords)/O=ACME CORP", name: "normal")
         let raw = try X509Certificate(der: workspace.read("raw.der"))
         let normal = try X509Certificate(der: workspace.read("normal.der"))
         let expected = content(ofSequence: try namesByOpenSSL(workspace, "normal").subject)
@@ -162,15 +179,18 @@ final class X509CertificateTests: XCTestCase {
 
     func testUTF8StringNamesAreLeftAlone() throws {
         let workspace = try OpenSSLWorkspace()
-        let der = try makeCertificate(workspace, subject: "/CN=  lower  case  /O=Ünïcode  Org", stringMask: "utf8only",
-                                      extra: ["-utf8"])
+        let der = try makeCertificate(
+            workspace, subject: "/CN=  lower  case  /O=Ünïcode  Org", stringMask: "utf8only",
+            extra: ["-utf8"])
         let certificate = try X509Certificate(der: der)
         let subject = try namesByOpenSSL(workspace, "cert").subject
         XCTAssertTrue(try workspace.text(["asn1parse", "-in", "cert.pem"]).contains("UTF8STRING"))
         XCTAssertEqual(certificate.normalizedSubject, content(ofSequence: subject))
         XCTAssertEqual(certificate.commonNames, ["  lower  case  "])
         XCTAssertEqual(certificate.subjectSummary, "  lower  case  ")
-        XCTAssertTrue(try workspace.text(["x509", "-in", "cert.pem", "-noout", "-subject", "-nameopt", "utf8"]).contains("Ünïcode  Org"))
+        XCTAssertTrue(
+            try workspace.text(["x509", "-in", "cert.pem", "-noout", "-subject", "-nameopt", "utf8"]).contains(
+                "Ünïcode  Org"))
     }
 
     func testVersionOneWithoutExtensions() throws {
@@ -186,7 +206,8 @@ final class X509CertificateTests: XCTestCase {
 
     func testGeneralizedTimeAfter2049() throws {
         let workspace = try OpenSSLWorkspace()
-        let certificate = try X509Certificate(der: makeCertificate(workspace, subject: "/CN=long lived", extra: ["-days", "10000"]))
+        let certificate = try X509Certificate(
+            der: makeCertificate(workspace, subject: "/CN=long lived", extra: ["-days", "10000"]))
         XCTAssertTrue(try workspace.text(["asn1parse", "-in", "cert.pem"]).contains("GENERALIZEDTIME"))
         let end = try workspace.text(["x509", "-in", "cert.pem", "-noout", "-enddate", "-dateopt", "iso_8601"])
             .components(separatedBy: "notAfter=")[1].trimmingCharacters(in: .whitespacesAndNewlines)
@@ -202,15 +223,17 @@ final class X509CertificateTests: XCTestCase {
         let cases: [(subject: String, extensions: String, summary: String?)] = [
             ("/O=org/OU=unit one/OU=unit two/C=US", "skid", "unit two, unit one"),  // OU beats O; reverse order
             ("/C=US/O=first org/O=second org", "skid", "second org, first org"),
-            ("/C=US/L=Springfield", "skid", "Springfield, US"),                     // any attribute, last first
+            ("/C=US/L=Springfield", "skid", "Springfield, US"),  // any attribute, last first
             ("/emailAddress=me@example.org", "skid", "me@example.org"),
-            ("/", "skid", "alt@example.org"),                                       // no subject: SAN email
-            ("/", "dnsonly", "only.example.org"),                                   // then SAN DNS name
+            ("/", "skid", "alt@example.org"),  // no subject: SAN email
+            ("/", "dnsonly", "only.example.org"),  // then SAN DNS name
             ("/", "none", nil),
         ]
         for (index, test) in cases.enumerated() {
-            let certificate = try X509Certificate(der: makeCertificate(workspace, subject: test.subject, name: "c\(index)",
-                                                                        extensions: test.extensions))
+            let certificate = try X509Certificate(
+                der: makeCertificate(
+                    workspace, subject: test.subject, name: "c\(index)",
+                    extensions: test.extensions))
             XCTAssertEqual(certificate.subjectSummary, test.summary, test.subject)
         }
         let withEmail = try X509Certificate(der: workspace.read("c3.der"))
@@ -220,21 +243,31 @@ final class X509CertificateTests: XCTestCase {
 
     func testQueryValuesThatAreNotNamesStayAsTheyAre() {
         XCTAssertEqual(X509Certificate.normalizedName(fromQueryValue: []), [])
-        XCTAssertEqual(X509Certificate.normalizedName(fromQueryValue: [0x31, 0x00]), [0x31, 0x00], "content form already")
-        XCTAssertEqual(X509Certificate.normalizedName(fromQueryValue: [0x30, 0x05, 0x31]), [0x30, 0x05, 0x31], "truncated")
-        XCTAssertEqual(X509Certificate.normalizedName(fromQueryValue: [0x30, 0x02, 0x31, 0x00]), [0x30, 0x02, 0x31, 0x00], "empty RDN")
+        XCTAssertEqual(
+            X509Certificate.normalizedName(fromQueryValue: [0x31, 0x00]), [0x31, 0x00], "content form already")
+        XCTAssertEqual(
+            X509Certificate.normalizedName(fromQueryValue: [0x30, 0x05, 0x31]), [0x30, 0x05, 0x31], "truncated")
+        XCTAssertEqual(
+            X509Certificate.normalizedName(fromQueryValue: [0x30, 0x02, 0x31, 0x00]), [0x30, 0x02, 0x31, 0x00],
+            "empty RDN")
         XCTAssertEqual(X509Certificate.normalizedName(fromQueryValue: [0x30, 0x00]), [], "empty Name")
         // A hand-made Name: SET { SEQUENCE { OID 2.5.4.3, PrintableString " a  b " } }.
-        let name: [UInt8] = [0x30, 0x11, 0x31, 0x0F, 0x30, 0x0D, 0x06, 0x03, 0x55, 0x04, 0x03, 0x13, 0x06,
-                             0x20, 0x61, 0x20, 0x20, 0x62, 0x20]
-        XCTAssertEqual(X509Certificate.normalizedName(fromQueryValue: name),
-                       [0x31, 0x0C, 0x30, 0x0A, 0x06, 0x03, 0x55, 0x04, 0x03, 0x13, 0x03, 0x41, 0x20, 0x42])
+        let name: [UInt8] = [
+            0x30, 0x11, 0x31, 0x0F, 0x30, 0x0D, 0x06, 0x03, 0x55, 0x04, 0x03, 0x13, 0x06,
+            0x20, 0x61, 0x20, 0x20, 0x62, 0x20,
+        ]
+        XCTAssertEqual(
+            X509Certificate.normalizedName(fromQueryValue: name),
+            [0x31, 0x0C, 0x30, 0x0A, 0x06, 0x03, 0x55, 0x04, 0x03, 0x13, 0x03, 0x41, 0x20, 0x42])
     }
 
     func testMalformedCertificatesAreRejected() throws {
         let workspace = try OpenSSLWorkspace()
         let der = try makeCertificate(workspace, subject: "/CN=victim")
-        try workspace.run(["req", "-new", "-key", "cert.key", "-subj", "/CN=request", "-config", "req.cnf", "-outform", "DER", "-out", "req.der"])
+        try workspace.run([
+            "req", "-new", "-key", "cert.key", "-subj", "/CN=request", "-config", "req.cnf", "-outform", "DER", "-out",
+            "req.der",
+        ])
         let rejected: [(String, [UInt8])] = [
             ("empty", []),
             ("trailing byte", der + [0]),

@@ -1,6 +1,7 @@
 import Foundation
 import LatchkeyTestSupport
 import XCTest
+
 @testable import LatchkeyDBus
 
 /// `BusMessage.arguments(within:)` against a real private dbus-daemon: each cap is exact (the largest
@@ -46,8 +47,10 @@ final class BoundedReadingTests: XCTestCase {
 
     private func call(_ member: String, _ arguments: [BusValue]) throws -> [BusValue] {
         try client.sync { bus in
-            try bus.call(destination: "org.example.Reader", path: "/read", interface: "org.example.Reader",
-                         member: member, arguments).arguments()
+            try bus.call(
+                destination: "org.example.Reader", path: "/read", interface: "org.example.Reader",
+                member: member, arguments
+            ).arguments()
         }
     }
 
@@ -68,22 +71,25 @@ final class BoundedReadingTests: XCTestCase {
     func testEachCapIsExact() throws {
         // Arrays: 8 elements pass, 9 do not (also inside a variant and a struct).
         XCTAssertNil(refusal([.strings((0..<8).map { "\($0)" })]))
-        XCTAssertEqual(refusal([.strings((0..<9).map { "\($0)" })])?.message,
-                       "message refused while reading it: an array has more than 8 elements")
+        XCTAssertEqual(
+            refusal([.strings((0..<9).map { "\($0)" })])?.message,
+            "message refused while reading it: an array has more than 8 elements")
         XCTAssertNil(refusal([Self.map(8)]))
         XCTAssertEqual(refusal([.variant(.structure([Self.map(9)]))])?.name, BusError.Name.invalidArgs)
         // Strings, object paths and signatures: 16 bytes pass, 17 do not.
         XCTAssertNil(refusal([.string(String(repeating: "é", count: 8))]))
-        XCTAssertEqual(refusal([.string(String(repeating: "x", count: 17))])?.message,
-                       "message refused while reading it: a string is longer than 16 bytes")
+        XCTAssertEqual(
+            refusal([.string(String(repeating: "x", count: 17))])?.message,
+            "message refused while reading it: a string is longer than 16 bytes")
         XCTAssertEqual(refusal([.objectPath("/" + String(repeating: "p", count: 16))])?.name, BusError.Name.invalidArgs)
         // Byte arrays: 32 bytes pass, 33 do not.
         XCTAssertNil(refusal([.byteArray([UInt8](repeating: 1, count: 32))]))
         XCTAssertEqual(refusal([.byteArray([UInt8](repeating: 1, count: 33))])?.name, BusError.Name.invalidArgs)
         // Values in the whole body: 40 pass, 41 do not. (A map of 8 entries is 1 + 8 × 3 = 25 values.)
         XCTAssertNil(refusal([Self.map(8)] + (0..<15).map { .uint32(UInt32($0)) }))
-        XCTAssertEqual(refusal([Self.map(8)] + (0..<16).map { .uint32(UInt32($0)) })?.message,
-                       "message refused while reading it: the message holds more than 40 values")
+        XCTAssertEqual(
+            refusal([Self.map(8)] + (0..<16).map { .uint32(UInt32($0)) })?.message,
+            "message refused while reading it: the message holds more than 40 values")
         // Without limits the same reader takes everything.
         XCTAssertEqual(try call("Wipe", [Self.map(9)]).count, 2)
     }
@@ -98,21 +104,32 @@ final class BoundedReadingTests: XCTestCase {
     func testByteArraysAreWipedInTheMessageAndInEveryCopy() throws {
         let secret = Array("correct horse battery staple".utf8)
         let reply = try call("Wipe", [.string("label"), .structure([.byteArray(secret), .uint32(7)])])
-        XCTAssertEqual(reply.first, .structure([.string("label"), .structure([.byteArray(secret), .uint32(7)])]),
-                       "what was read keeps the bytes")
-        XCTAssertEqual(reply.last, .structure([.string("label"),
-                                               .structure([.byteArray([UInt8](repeating: 0, count: secret.count)), .uint32(7)])]),
-                       "the message itself no longer has them")
+        XCTAssertEqual(
+            reply.first, .structure([.string("label"), .structure([.byteArray(secret), .uint32(7)])]),
+            "what was read keeps the bytes")
+        XCTAssertEqual(
+            reply.last,
+            .structure([
+                .string("label"),
+                .structure([.byteArray([UInt8](repeating: 0, count: secret.count)), .uint32(7)]),
+            ]),
+            "the message itself no longer has them")
 
         // wipeByteArrays zeroes the storage every copy shares, nested or not.
         let bytes = Array("hunter2".utf8)
         let copy = bytes
-        let value = BusValue.structure([.variant(.byteArray(bytes)), .array(elementType: "ay", [.byteArray(Array("x".utf8))])])
+        let value = BusValue.structure([
+            .variant(.byteArray(bytes)), .array(elementType: "ay", [.byteArray(Array("x".utf8))]),
+        ])
         value.wipeByteArrays()
         XCTAssertEqual(copy, [UInt8](repeating: 0, count: 7))
         XCTAssertEqual(bytes, [UInt8](repeating: 0, count: 7))
-        XCTAssertEqual(value, .structure([.variant(.byteArray([0, 0, 0, 0, 0, 0, 0])),
-                                          .array(elementType: "ay", [.byteArray([0])])]))
+        XCTAssertEqual(
+            value,
+            .structure([
+                .variant(.byteArray([0, 0, 0, 0, 0, 0, 0])),
+                .array(elementType: "ay", [.byteArray([0])]),
+            ]))
         BusValue.byteArray([]).wipeByteArrays()  // nothing to wipe, and no crash
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LatchkeyTestSupport
 import XCTest
+
 @testable import LatchkeyDBus
 
 /// The sd-bus wrapper against a real private dbus-daemon.
@@ -48,24 +49,30 @@ final class BusConnectionTests: XCTestCase {
             .uint32(UInt32.max), .int64(Int64.min), .uint64(UInt64.max), .double(-0.5),
             .string("héllo, wörld"), .string(""), .objectPath("/org/example/a_1"), .signature("a{sv}"),
             .strings(["a", "b"]), .array(elementType: "(susso)", []),
-            .dictionary(keyType: "s", valueType: "v", [
-                (.string("flag"), .variant(.boolean(true))),
-                (.string("nested"), .variant(.variant(.strings(["x"])))),
-                (.string("struct"), .variant(.structure([.uint32(7), .objectPath("/")]))),
-            ]),
+            .dictionary(
+                keyType: "s", valueType: "v",
+                [
+                    (.string("flag"), .variant(.boolean(true))),
+                    (.string("nested"), .variant(.variant(.strings(["x"])))),
+                    (.string("struct"), .variant(.structure([.uint32(7), .objectPath("/")]))),
+                ]),
             .structure([.string("c1"), .uint32(1000), .string("me"), .string("seat0"), .objectPath("/s/1")]),
             .array(elementType: "ay", [.byteArray([0, 1]), .byteArray([])]),
             .byteArray([0xFF, 0, 7]),
         ]
         let echoed = try client.sync { bus in
-            try bus.call(destination: "org.example.Echo", path: "/echo", interface: "org.example.Echo",
-                         member: "Echo", values).arguments()
+            try bus.call(
+                destination: "org.example.Echo", path: "/echo", interface: "org.example.Echo",
+                member: "Echo", values
+            ).arguments()
         }
         XCTAssertEqual(echoed, values)
         // A byte array written value by value is the same D-Bus value; it is read back in one buffer.
         let written = try client.sync { bus in
-            try bus.call(destination: "org.example.Echo", path: "/echo", interface: "org.example.Echo", member: "Echo",
-                         [.array(elementType: "y", [.byte(0), .byte(1)])]).arguments()
+            try bus.call(
+                destination: "org.example.Echo", path: "/echo", interface: "org.example.Echo", member: "Echo",
+                [.array(elementType: "y", [.byte(0), .byte(1)])]
+            ).arguments()
         }
         XCTAssertEqual(written, [.byteArray([0, 1])])
         XCTAssertEqual(written.first?.bytes, [0, 1])
@@ -80,12 +87,16 @@ final class BusConnectionTests: XCTestCase {
         func echo(_ count: Int) throws -> [BusValue] {
             let bytes = BusValue.byteArray([UInt8](repeating: 7, count: count))
             return try client.sync { bus in
-                try bus.call(destination: "org.example.Echo", path: "/echo", interface: "org.example.Echo",
-                             member: "Echo", [bytes]).arguments()
+                try bus.call(
+                    destination: "org.example.Echo", path: "/echo", interface: "org.example.Echo",
+                    member: "Echo", [bytes]
+                ).arguments()
             }
         }
         // (Compared as bytes: a failure message must not print a million values.)
-        XCTAssertTrue(try echo(BusMessage.maximumByteArray).first?.bytes == [UInt8](repeating: 7, count: BusMessage.maximumByteArray))
+        XCTAssertTrue(
+            try echo(BusMessage.maximumByteArray).first?.bytes
+                == [UInt8](repeating: 7, count: BusMessage.maximumByteArray))
         XCTAssertThrowsError(try echo(BusMessage.maximumByteArray + 1)) { error in
             XCTAssertEqual((error as? BusError)?.name, BusError.Name.invalidArgs, "\(error)")
         }
@@ -100,8 +111,9 @@ final class BusConnectionTests: XCTestCase {
         func callError(_ destination: String, _ member: String) -> BusError? {
             do {
                 try client.sync { bus in
-                    _ = try bus.call(destination: destination, path: "/echo", interface: "org.example.Echo",
-                                     member: member)
+                    _ = try bus.call(
+                        destination: destination, path: "/echo", interface: "org.example.Echo",
+                        member: member)
                 }
                 return nil
             } catch {
@@ -114,10 +126,12 @@ final class BusConnectionTests: XCTestCase {
         XCTAssertEqual(callError("org.example.Nobody", "Echo")?.name, BusError.Name.serviceUnknown)
 
         // A local failure: a string D-Bus cannot carry.
-        XCTAssertThrowsError(try client.sync { bus in
-            try bus.methodCall(destination: "org.example.Echo", path: "/echo", interface: nil, member: "Echo")
-                .append(.string("a\0b"))
-        }) { XCTAssertEqual(($0 as? BusError)?.name, BusError.Name.invalidArgs) }
+        XCTAssertThrowsError(
+            try client.sync { bus in
+                try bus.methodCall(destination: "org.example.Echo", path: "/echo", interface: nil, member: "Echo")
+                    .append(.string("a\0b"))
+            }
+        ) { XCTAssertEqual(($0 as? BusError)?.name, BusError.Name.invalidArgs) }
     }
 
     func testAsyncCallsFallbacksAndMatches() throws {
@@ -140,8 +154,10 @@ final class BusConnectionTests: XCTestCase {
         let serviceName = service.uniqueName
         let received = Box<[String]>([])
         try client.sync { bus in
-            try bus.callAsync(destination: serviceName, path: "/org/example/items/42", interface: "org.example.Items",
-                              member: "Get") { result in
+            try bus.callAsync(
+                destination: serviceName, path: "/org/example/items/42", interface: "org.example.Items",
+                member: "Get"
+            ) { result in
                 XCTAssertEqual(try? result.get().arguments(), [.objectPath("/org/example/items/42")])
                 replied.fulfill()
             }
@@ -173,18 +189,22 @@ final class BusConnectionTests: XCTestCase {
         XCTAssertTrue(try first.sync { try $0.requestName("org.example.Owned") })
         XCTAssertFalse(try second.sync { try $0.requestName("org.example.Owned", flags: .queue) })
         let owner = try second.sync { bus in
-            try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                         interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string("org.example.Owned")])
-                .arguments()
+            try bus.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string("org.example.Owned")]
+            )
+            .arguments()
         }
         XCTAssertEqual(owner, [.string(first.uniqueName)])
         try first.sync { try $0.releaseName("org.example.Owned") }
         let newOwner = try second.sync { bus in
-            try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                         interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string("org.example.Owned")])
-                .arguments()
+            try bus.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string("org.example.Owned")]
+            )
+            .arguments()
         }
-        XCTAssertEqual(newOwner, [.string(second.uniqueName)]) // the queued request was promoted
+        XCTAssertEqual(newOwner, [.string(second.uniqueName)])  // the queued request was promoted
     }
 
     /// Closing frees the bus: every handler closure (and what it captured) is released, which also shows
@@ -203,9 +223,13 @@ final class BusConnectionTests: XCTestCase {
                     received.fulfill()
                 }
                 // An object that never replies, so the call below is still pending at close.
-                try bus.addObject(path: "/held") { _ in _ = token; return .handled }
-                let call = try bus.methodCall(destination: bus.uniqueName, path: "/held", interface: "org.example.X",
-                                              member: "Slow")
+                try bus.addObject(path: "/held") { _ in
+                    _ = token
+                    return .handled
+                }
+                let call = try bus.methodCall(
+                    destination: bus.uniqueName, path: "/held", interface: "org.example.X",
+                    member: "Slow")
                 try bus.callAsync(call, timeout: .seconds(60)) { _ in _ = token }
                 try bus.emitSignal(path: "/", interface: "org.example.Signals", member: "Hello", [.string("x")])
             }
@@ -218,7 +242,7 @@ final class BusConnectionTests: XCTestCase {
         XCTAssertThrowsError(try connection.sync { _ in 1 }) {
             XCTAssertEqual(($0 as? BusError)?.name, BusError.Name.disconnected)
         }
-        connection.close() // idempotent
+        connection.close()  // idempotent
     }
 
     func testLostBusIsReportedOnceAndFailsPendingCalls() throws {
@@ -228,9 +252,11 @@ final class BusConnectionTests: XCTestCase {
         defer { connection.close() }
         let failed = expectation(description: "pending call failed")
         try connection.sync { bus in
-            try bus.addObject(path: "/never") { _ in .handled } // never replies
-            try bus.callAsync(destination: bus.uniqueName, path: "/never", interface: "org.example.X", member: "Wait",
-                              timeout: .seconds(60)) { result in
+            try bus.addObject(path: "/never") { _ in .handled }  // never replies
+            try bus.callAsync(
+                destination: bus.uniqueName, path: "/never", interface: "org.example.X", member: "Wait",
+                timeout: .seconds(60)
+            ) { result in
                 if case .failure = result { failed.fulfill() }
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import LatchkeyDBus
 import LatchkeyTestSupport
 import XCTest
+
 @testable import LatchkeyDesktop
 
 /// LockWatcher against private system- and session-type dbus-daemons, a fake logind, and real peers
@@ -36,16 +37,19 @@ final class LockWatcherTests: XCTestCase {
 
     private func startWatcher(file: StaticString = #filePath, line: UInt = #line) {
         let recorder = self.recorder
-        let watcher = LockWatcher(systemBus: .address(systemBus.address), sessionBus: .address(sessionBus.address),
-                                  uid: uid_t(uid), onEvent: { recorder.record($0) }, log: recorder.logger)
+        let watcher = LockWatcher(
+            systemBus: .address(systemBus.address), sessionBus: .address(sessionBus.address),
+            uid: uid_t(uid), onEvent: { recorder.record($0) }, log: recorder.logger)
         XCTAssertTrue(watcher.waitUntilReady(timeout: .seconds(5)), "watcher not ready", file: file, line: line)
         self.watcher = watcher
     }
 
     private func startLogind(ownName: Bool = true) throws -> FakeLogind {
-        let logind = try FakeLogind(address: systemBus.address, sessions: [
-            (id: "c1", uid: uid, path: ourSession), (id: "c2", uid: otherUID, path: otherSession),
-        ], ownName: ownName)
+        let logind = try FakeLogind(
+            address: systemBus.address,
+            sessions: [
+                (id: "c1", uid: uid, path: ourSession), (id: "c2", uid: otherUID, path: otherSession),
+            ], ownName: ownName)
         peers.append(logind.connection)
         return logind
     }
@@ -57,8 +61,10 @@ final class LockWatcherTests: XCTestCase {
         return connection
     }
 
-    private func activeChanged(_ connection: BusConnection, _ active: Bool,
-                               name: String = "org.freedesktop.ScreenSaver", path: String = "/ScreenSaver") throws {
+    private func activeChanged(
+        _ connection: BusConnection, _ active: Bool,
+        name: String = "org.freedesktop.ScreenSaver", path: String = "/ScreenSaver"
+    ) throws {
         try connection.sync { bus in
             try bus.emitSignal(path: path, interface: name, member: "ActiveChanged", [.boolean(active)])
         }
@@ -71,15 +77,16 @@ final class LockWatcherTests: XCTestCase {
         startWatcher()
         try logind.emit(path: ourSession, interface: FakeLogind.session, member: "Lock")
         try logind.emit(path: ourSession, interface: FakeLogind.session, member: "Unlock")
-        XCTAssertEqual(waitForEvents(recorder, count: 2),
-                       [.locked(source: "login1.Lock"), .unlocked(source: "login1.Unlock")])
+        XCTAssertEqual(
+            waitForEvents(recorder, count: 2),
+            [.locked(source: "login1.Lock"), .unlocked(source: "login1.Unlock")])
     }
 
     func testLockOnAnotherUsersSessionIsIgnored() throws {
         let logind = try startLogind()
         startWatcher()
         try logind.emit(path: otherSession, interface: FakeLogind.session, member: "Lock")
-        try logind.emit(path: ourSession, interface: FakeLogind.session, member: "Lock") // arrives after, same sender
+        try logind.emit(path: ourSession, interface: FakeLogind.session, member: "Lock")  // arrives after, same sender
         XCTAssertEqual(waitForEvents(recorder, count: 1), [.locked(source: "login1.Lock")])
         XCTAssertTrue(recorder.lines.contains { $0.level == .debug && $0.text.contains(otherSession) })
     }
@@ -102,24 +109,29 @@ final class LockWatcherTests: XCTestCase {
         startWatcher()
         try logind.emitLockedHint(path: ourSession, true)
         // Other properties of our session change too; they are not lock events.
-        try logind.emit(path: ourSession, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", [
-            .string(FakeLogind.session),
-            .dictionary(keyType: "s", valueType: "v", [(.string("IdleHint"), .variant(.boolean(true)))]),
-            .strings([]),
-        ])
+        try logind.emit(
+            path: ourSession, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+            [
+                .string(FakeLogind.session),
+                .dictionary(keyType: "s", valueType: "v", [(.string("IdleHint"), .variant(.boolean(true)))]),
+                .strings([]),
+            ])
         try logind.emitLockedHint(path: otherSession, true)
         try logind.emitLockedHint(path: ourSession, false)
-        XCTAssertEqual(waitForEvents(recorder, count: 2),
-                       [.locked(source: "login1.LockedHint"), .unlocked(source: "login1.LockedHint")])
+        XCTAssertEqual(
+            waitForEvents(recorder, count: 2),
+            [.locked(source: "login1.LockedHint"), .unlocked(source: "login1.LockedHint")])
     }
 
     func testPrepareForSleep() throws {
         let logind = try startLogind()
         startWatcher()
-        try logind.emit(path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "PrepareForSleep",
-                        [.boolean(true)])
-        try logind.emit(path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "PrepareForSleep",
-                        [.boolean(false)])
+        try logind.emit(
+            path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "PrepareForSleep",
+            [.boolean(true)])
+        try logind.emit(
+            path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "PrepareForSleep",
+            [.boolean(false)])
         XCTAssertEqual(waitForEvents(recorder, count: 2), [.preparingForSleep, .resumed])
     }
 
@@ -128,12 +140,14 @@ final class LockWatcherTests: XCTestCase {
         startWatcher()
         let newSession = "/org/freedesktop/login1/session/c3"
         try logind.setSessions([(id: "c1", uid: uid, path: ourSession), (id: "c3", uid: uid, path: newSession)])
-        try logind.emit(path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "SessionNew",
-                        [.string("c3"), .objectPath(newSession)])
+        try logind.emit(
+            path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "SessionNew",
+            [.string("c3"), .objectPath(newSession)])
         waitForLog(recorder, containing: "watching 2 logind session(s)")
-        try logind.emit(path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "SessionRemoved",
-                        [.string("c1"), .objectPath(ourSession)])
-        try logind.emit(path: ourSession, interface: FakeLogind.session, member: "Lock") // removed: ignored
+        try logind.emit(
+            path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "SessionRemoved",
+            [.string("c1"), .objectPath(ourSession)])
+        try logind.emit(path: ourSession, interface: FakeLogind.session, member: "Lock")  // removed: ignored
         try logind.emit(path: newSession, interface: FakeLogind.session, member: "Unlock")
         XCTAssertEqual(waitForEvents(recorder, count: 1), [.unlocked(source: "login1.Unlock")])
     }
@@ -150,13 +164,17 @@ final class LockWatcherTests: XCTestCase {
     // MARK: Screen savers
 
     func testScreenSaverOwnersAreBelieved() throws {
-        let freedesktop = try peer(on: sessionBus, owning: "org.freedesktop.ScreenSaver") // before the watcher
+        let freedesktop = try peer(on: sessionBus, owning: "org.freedesktop.ScreenSaver")  // before the watcher
         startWatcher()
-        let gnome = try peer(on: sessionBus, owning: "org.gnome.ScreenSaver") // after: learnt from NameOwnerChanged
+        let gnome = try peer(on: sessionBus, owning: "org.gnome.ScreenSaver")  // after: learnt from NameOwnerChanged
         try activeChanged(freedesktop, true, path: "/ScreenSaver")
         try activeChanged(freedesktop, false, path: "/org/freedesktop/ScreenSaver")
-        XCTAssertEqual(waitForEvents(recorder, count: 2), [.locked(source: "org.freedesktop.ScreenSaver"),
-                                                           .unlocked(source: "org.freedesktop.ScreenSaver")])
+        XCTAssertEqual(
+            waitForEvents(recorder, count: 2),
+            [
+                .locked(source: "org.freedesktop.ScreenSaver"),
+                .unlocked(source: "org.freedesktop.ScreenSaver"),
+            ])
         try activeChanged(gnome, true, name: "org.gnome.ScreenSaver", path: "/org/gnome/ScreenSaver")
         XCTAssertEqual(waitForEvents(recorder, count: 3).last, .locked(source: "org.gnome.ScreenSaver"))
     }
@@ -166,8 +184,10 @@ final class LockWatcherTests: XCTestCase {
         startWatcher()
         let send = Process()
         send.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-send")
-        send.arguments = ["--bus=\(sessionBus.address)", "--type=signal", "/org/freedesktop/ScreenSaver",
-                          "org.freedesktop.ScreenSaver.ActiveChanged", "boolean:false"]
+        send.arguments = [
+            "--bus=\(sessionBus.address)", "--type=signal", "/org/freedesktop/ScreenSaver",
+            "org.freedesktop.ScreenSaver.ActiveChanged", "boolean:false",
+        ]
         try send.run()
         send.waitUntilExit()
         XCTAssertEqual(send.terminationStatus, 0)
@@ -199,8 +219,9 @@ final class LockWatcherTests: XCTestCase {
         try activeChanged(second, true)
         waitForLog(recorder, containing: "ignored \(name).ActiveChanged from \(second.uniqueName)", level: .debug)
         try activeChanged(third, false)
-        XCTAssertEqual(waitForEvents(recorder, count: 3),
-                       [.locked(source: name), .unlocked(source: name), .unlocked(source: name)])
+        XCTAssertEqual(
+            waitForEvents(recorder, count: 3),
+            [.locked(source: name), .unlocked(source: name), .unlocked(source: name)])
     }
 
     func testManySignalsArriveInOrder() throws {
@@ -209,8 +230,9 @@ final class LockWatcherTests: XCTestCase {
         let count = 500
         try owner.sync { bus in
             for index in 0..<count {
-                try bus.emitSignal(path: "/org/gnome/ScreenSaver", interface: "org.gnome.ScreenSaver",
-                                   member: "ActiveChanged", [.boolean(index % 2 == 0)])
+                try bus.emitSignal(
+                    path: "/org/gnome/ScreenSaver", interface: "org.gnome.ScreenSaver",
+                    member: "ActiveChanged", [.boolean(index % 2 == 0)])
             }
         }
         let expected: [LockEvent] = (0..<count).map {
@@ -223,15 +245,18 @@ final class LockWatcherTests: XCTestCase {
 
     func testUnreachableBusesAreLoggedOnceAndDeliverNothing() throws {
         let recorder = self.recorder
-        let watcher = LockWatcher(systemBus: .address("unix:path=\(systemBus.directory)/missing-system"),
-                                  sessionBus: .address("unix:path=\(sessionBus.directory)/missing-session"),
-                                  onEvent: { recorder.record($0) }, log: recorder.logger)
+        let watcher = LockWatcher(
+            systemBus: .address("unix:path=\(systemBus.directory)/missing-system"),
+            sessionBus: .address("unix:path=\(sessionBus.directory)/missing-session"),
+            onEvent: { recorder.record($0) }, log: recorder.logger)
         XCTAssertTrue(watcher.waitUntilReady(timeout: .seconds(5)))
         let warnings = recorder.lines.filter { $0.level == .warning }
         XCTAssertEqual(warnings.count, 2, "\(recorder.lines)")
-        XCTAssertEqual(warnings.filter { $0.text.contains("missing-system") && $0.text.contains("system bus") }.count, 1)
-        XCTAssertEqual(warnings.filter { $0.text.contains("missing-session") && $0.text.contains("session bus") }.count,
-                       1)
+        XCTAssertEqual(
+            warnings.filter { $0.text.contains("missing-system") && $0.text.contains("system bus") }.count, 1)
+        XCTAssertEqual(
+            warnings.filter { $0.text.contains("missing-session") && $0.text.contains("session bus") }.count,
+            1)
         watcher.stop()
         XCTAssertEqual(recorder.events, [])
         XCTAssertEqual(recorder.lines.count, 2)
@@ -284,9 +309,10 @@ final class LockWatcherTests: XCTestCase {
         let socket = directory + "/session.sock"
         sessionBus.stop()
         let recorder = self.recorder
-        let watcher = LockWatcher(systemBus: nil, sessionBus: .address("unix:path=\(socket)"),
-                                  retry: .init(initial: 0.05, maximum: 0.2),
-                                  onEvent: { recorder.record($0) }, log: recorder.logger)
+        let watcher = LockWatcher(
+            systemBus: nil, sessionBus: .address("unix:path=\(socket)"),
+            retry: .init(initial: 0.05, maximum: 0.2),
+            onEvent: { recorder.record($0) }, log: recorder.logger)
         self.watcher = watcher
         XCTAssertTrue(watcher.waitUntilReady(timeout: .seconds(5)))
         waitForLog(recorder, containing: "session bus unavailable", level: .warning)
@@ -297,8 +323,10 @@ final class LockWatcherTests: XCTestCase {
         let first = try peer(on: sessionBus, owning: "org.freedesktop.ScreenSaver")
         // Either the watch's first query finds the owner, or the ownership change reaches it afterwards.
         let known = recorder.expectation("owner known") { _, lines in
-            lines.contains { $0.text.contains("org.freedesktop.ScreenSaver is now")
-                || $0.text.contains("watching screen saver org.freedesktop.ScreenSaver") }
+            lines.contains {
+                $0.text.contains("org.freedesktop.ScreenSaver is now")
+                    || $0.text.contains("watching screen saver org.freedesktop.ScreenSaver")
+            }
         }
         XCTAssertEqual(XCTWaiter().wait(for: [known], timeout: 5), .completed, "\(recorder.lines.map(\.text))")
         try activeChanged(first, true)
@@ -312,14 +340,17 @@ final class LockWatcherTests: XCTestCase {
         let second = try peer(on: sessionBus, owning: "org.gnome.ScreenSaver")
         let expectation = recorder.expectation("reconnected and watching") { _, lines in
             lines.filter { $0.text.contains("session bus reachable again") }.count == 2
-                && lines.contains { $0.text.contains("watching screen saver org.gnome.ScreenSaver")
-                    || $0.text.contains("org.gnome.ScreenSaver is now") }
+                && lines.contains {
+                    $0.text.contains("watching screen saver org.gnome.ScreenSaver")
+                        || $0.text.contains("org.gnome.ScreenSaver is now")
+                }
         }
         XCTAssertEqual(XCTWaiter().wait(for: [expectation], timeout: 10), .completed, "\(recorder.lines.map(\.text))")
         try activeChanged(second, false, name: "org.gnome.ScreenSaver", path: "/org/gnome/ScreenSaver")
         XCTAssertEqual(waitForEvents(recorder, count: 2).last, .unlocked(source: "org.gnome.ScreenSaver"))
         XCTAssertEqual(recorder.lines.filter { $0.text.contains("disconnected") }.count, 1)
-        XCTAssertEqual(recorder.lines.filter { $0.level == .warning && $0.text.contains("unavailable") }.count, 1,
-                       "retries are not warnings")
+        XCTAssertEqual(
+            recorder.lines.filter { $0.level == .warning && $0.text.contains("unavailable") }.count, 1,
+            "retries are not warnings")
     }
 }

@@ -3,6 +3,7 @@ import LatchkeyDBus
 import LatchkeyTestSupport
 import Logging
 import XCTest
+
 @testable import LatchkeyDesktop
 
 /// Collects a watcher's events and log lines, and fulfils expectations when a condition on them holds.
@@ -33,8 +34,10 @@ final class Recorder: @unchecked Sendable {
     }
 
     /// An expectation fulfilled as soon as `condition` holds (immediately if it already does).
-    func expectation(_ description: String,
-                     _ condition: @escaping ([LockEvent], [Line]) -> Bool) -> XCTestExpectation {
+    func expectation(
+        _ description: String,
+        _ condition: @escaping ([LockEvent], [Line]) -> Bool
+    ) -> XCTestExpectation {
         let expectation = XCTestExpectation(description: description)
         let holds = lock.withLock {
             if condition(_events, _lines) { return true }
@@ -49,8 +52,10 @@ final class Recorder: @unchecked Sendable {
     private func update(_ change: () -> Void) {
         let ready: [XCTestExpectation] = lock.withLock {
             change()
-            let (met, pending) = (waiters.filter { $0.condition(_events, _lines) },
-                                  waiters.filter { !$0.condition(_events, _lines) })
+            let (met, pending) = (
+                waiters.filter { $0.condition(_events, _lines) },
+                waiters.filter { !$0.condition(_events, _lines) }
+            )
             waiters = pending
             return met.map(\.expectation)
         }
@@ -62,7 +67,8 @@ extension XCTestCase {
     /// Waits (up to a few seconds) until `recorder` holds `count` events; returns them all.
     @discardableResult
     func waitForEvents(_ recorder: Recorder, count: Int, file: StaticString = #filePath, line: UInt = #line)
-        -> [LockEvent] {
+        -> [LockEvent]
+    {
         let expectation = recorder.expectation("\(count) events") { events, _ in events.count >= count }
         let result = XCTWaiter().wait(for: [expectation], timeout: 5)
         if result != .completed {
@@ -72,15 +78,18 @@ extension XCTestCase {
     }
 
     /// Waits (up to a few seconds) until a log line contains `text`.
-    func waitForLog(_ recorder: Recorder, containing text: String, level: Logger.Level? = nil,
-                    file: StaticString = #filePath, line: UInt = #line) {
+    func waitForLog(
+        _ recorder: Recorder, containing text: String, level: Logger.Level? = nil,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let expectation = recorder.expectation("log line with \(text)") { _, lines in
             lines.contains { $0.text.contains(text) && (level == nil || $0.level == level) }
         }
         let result = XCTWaiter().wait(for: [expectation], timeout: 5)
         if result != .completed {
-            XCTFail("timed out waiting for a log line with \"\(text)\"; got \(recorder.lines.map(\.text))",
-                    file: file, line: line)
+            XCTFail(
+                "timed out waiting for a log line with \"\(text)\"; got \(recorder.lines.map(\.text))",
+                file: file, line: line)
         }
     }
 }
@@ -122,10 +131,16 @@ final class FakeLogind {
             table.rows = sessions
             try bus.addObject(path: "/org/freedesktop/login1") { call in
                 guard call.interface == Self.manager, call.member == "ListSessions" else { return .notHandled }
-                try call.reply([.array(elementType: "(susso)", table.rows.map { row in
-                    .structure([.string(row.id), .uint32(row.uid), .string("user\(row.uid)"), .string("seat0"),
-                                .objectPath(row.path)])
-                })])
+                try call.reply([
+                    .array(
+                        elementType: "(susso)",
+                        table.rows.map { row in
+                            .structure([
+                                .string(row.id), .uint32(row.uid), .string("user\(row.uid)"), .string("seat0"),
+                                .objectPath(row.path),
+                            ])
+                        })
+                ])
                 return .handled
             }
             if ownName { try bus.requestName("org.freedesktop.login1") }
@@ -142,10 +157,12 @@ final class FakeLogind {
     }
 
     func emitLockedHint(path: String, _ locked: Bool) throws {
-        try emit(path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", [
-            .string(Self.session),
-            .dictionary(keyType: "s", valueType: "v", [(.string("LockedHint"), .variant(.boolean(locked)))]),
-            .strings([]),
-        ])
+        try emit(
+            path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+            [
+                .string(Self.session),
+                .dictionary(keyType: "s", valueType: "v", [(.string("LockedHint"), .variant(.boolean(locked)))]),
+                .strings([]),
+            ])
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
+import LatchkeySecrets
 import LatchkeyTestSupport
 import XCTest
+
 @testable import Latchkey
-import LatchkeySecrets
 
 /// Runs each end-to-end test against a fresh agent in temporary XDG directories: the library starts the
 /// real `latchkeyd` on demand, exactly as it does for users.
@@ -17,8 +18,9 @@ class AgentTestCase: XCTestCase {
         let base = NSTemporaryDirectory() + "lk-e2e-\(UUID().uuidString.prefix(8))"
         runtimeDirectory = base + "/run"
         dataDirectory = base + "/data"
-        try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: runtimeDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         setenv("XDG_RUNTIME_DIR", runtimeDirectory, 1)
         setenv("XDG_DATA_HOME", dataDirectory, 1)
         setenv("LATCHKEYD", Self.binDirectory + "/latchkeyd", 1)
@@ -32,8 +34,9 @@ class AgentTestCase: XCTestCase {
 
     /// Creates the keychain with cheap Argon2id parameters (tests only) and password "pw".
     func createKeychain() throws {
-        try KeychainControl.create(password: SecretBytes(copying: Array("pw".utf8)),
-                                   options: .init(timeCost: 1, memoryKiB: 8192, parallelism: 1, allowWeak: true))
+        try KeychainControl.create(
+            password: SecretBytes(copying: Array("pw".utf8)),
+            options: .init(timeCost: 1, memoryKiB: 8192, parallelism: 1, allowWeak: true))
     }
 
     /// The agent's pid, from its lock file holder (the pid reported by `hello`).
@@ -66,7 +69,9 @@ class AgentTestCase: XCTestCase {
             address.sun_family = sa_family_t(AF_UNIX)
             withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             close(fd)
             if connected != 0 { return }

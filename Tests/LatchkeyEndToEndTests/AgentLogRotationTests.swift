@@ -2,6 +2,7 @@ import Foundation
 import LatchkeyLog
 import LatchkeyTestSupport
 import XCTest
+
 @testable import Latchkey
 
 /// The cap on agent.log (LatchkeyLog's `LogOutput`): in-process with threads and planted files, then
@@ -46,7 +47,8 @@ final class LogOutputRotationTests: XCTestCase {
             XCTAssertLessThanOrEqual((attributes[.size] as? Int) ?? .max, limit + threads * longest, file)
             XCTAssertEqual(attributes[.posixPermissions] as? Int, 0o600, file)
             for line in try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n") {
-                XCTAssertTrue(line.contains(" latchkeyd[\(getpid())] info: ") && line.hasSuffix(" end"), "broken line: \(line)")
+                XCTAssertTrue(
+                    line.contains(" latchkeyd[\(getpid())] info: ") && line.hasSuffix(" end"), "broken line: \(line)")
             }
         }
         // The newest line is the last one kept: at the end of agent.log, or, when it was the line that took
@@ -71,7 +73,10 @@ final class LogOutputRotationTests: XCTestCase {
     func testOnlyTheDescriptorsOwnFileIsCapped() throws {
         var pipeFDs: [Int32] = [-1, -1]
         XCTAssertEqual(pipe(&pipeFDs), 0)
-        defer { close(pipeFDs[0]); close(pipeFDs[1]) }
+        defer {
+            close(pipeFDs[0])
+            close(pipeFDs[1])
+        }
         XCTAssertFalse(LogOutput(descriptor: pipeFDs[1]).bound(path: path, limit: 1024), "a pipe (the journal's case)")
 
         let fd = openLog()

@@ -1,8 +1,9 @@
 import Foundation
-import XCTest
-@testable import Latchkey
 import LatchkeySecrets
 import LatchkeyTestSupport
+import XCTest
+
+@testable import Latchkey
 
 /// The agent as users run it: started on demand, lock states, several clients, crashes.
 final class AgentTests: AgentTestCase {
@@ -15,14 +16,20 @@ final class AgentTests: AgentTestCase {
     }
 
     private static func add(_ account: String, _ pdmn: CFString = kSecAttrAccessibleWhenUnlocked) -> OSStatus {
-        SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "svc", kSecAttrAccount: account,
-                    kSecAttrAccessible: pdmn, kSecValueData: Data("pw-\(account)".utf8)] as NSDictionary, nil)
+        SecItemAdd(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: "svc", kSecAttrAccount: account,
+                kSecAttrAccessible: pdmn, kSecValueData: Data("pw-\(account)".utf8),
+            ] as NSDictionary, nil)
     }
 
     private static func read(_ account: String) -> (OSStatus, String?) {
         var result: CFTypeRef?
-        let status = SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "svc",
-                                          kSecAttrAccount: account, kSecReturnData: true] as NSDictionary, &result)
+        let status = SecItemCopyMatching(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: "svc",
+                kSecAttrAccount: account, kSecReturnData: true,
+            ] as NSDictionary, &result)
         return (status, (result as? Data).map { String(decoding: $0, as: UTF8.self) })
     }
 
@@ -46,18 +53,22 @@ final class AgentTests: AgentTestCase {
     /// nor look for the prompter on that PATH.
     func testSocketActivatedAgentIgnoresTheSharedEnvironment() throws {
         let activator = "/usr/bin/systemd-socket-activate"
-        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: activator), "systemd-socket-activate is not installed")
+        try XCTSkipUnless(
+            FileManager.default.isExecutableFile(atPath: activator), "systemd-socket-activate is not installed")
         let directory = runtimeDirectory + "/latchkey"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let log = runtimeDirectory + "/activator.log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: activator)
-        process.arguments = ["--listen=\(directory)/agent.sock",
-                             "--setenv=LATCHKEY_LOCK_GRACE=86400", "--setenv=LATCHKEY_IDLE_LOCK=0",
-                             "--setenv=LATCHKEY_PROMPTER=/tmp/not-a-prompter", "--setenv=PATH=/tmp/evil:/usr/bin",
-                             Self.binDirectory + "/latchkeyd", "--no-desktop", "--no-secret-service"]
+        process.arguments = [
+            "--listen=\(directory)/agent.sock",
+            "--setenv=LATCHKEY_LOCK_GRACE=86400", "--setenv=LATCHKEY_IDLE_LOCK=0",
+            "--setenv=LATCHKEY_PROMPTER=/tmp/not-a-prompter", "--setenv=PATH=/tmp/evil:/usr/bin",
+            Self.binDirectory + "/latchkeyd", "--no-desktop", "--no-secret-service",
+        ]
         process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()
         defer {
@@ -72,8 +83,10 @@ final class AgentTests: AgentTestCase {
         for name in ["LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_PROMPTER"] {
             XCTAssertTrue(text.contains("ignoring \(name): started by systemd socket activation"), text)
         }
-        XCTAssertTrue(text.contains("ignoring PATH=/tmp/evil:/usr/bin: started by systemd socket activation; "
-                                    + "programs are looked for in /usr/local/bin:/usr/bin:/bin"), text)
+        XCTAssertTrue(
+            text.contains(
+                "ignoring PATH=/tmp/evil:/usr/bin: started by systemd socket activation; "
+                    + "programs are looked for in /usr/local/bin:/usr/bin:/bin"), text)
     }
 
     func testLockStatesThroughTheLibrary() throws {
@@ -84,8 +97,10 @@ final class AgentTests: AgentTestCase {
         XCTAssertEqual(read("wu").0, errSecInteractionNotAllowed)
         XCTAssertEqual(read("afu").1, "pw-afu", "AfterFirstUnlock items stay usable after lock")
         XCTAssertEqual(add("wu2"), errSecInteractionNotAllowed)
-        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "wu"] as NSDictionary,
-                                     [kSecAttrLabel: "x"] as NSDictionary), errSecInteractionNotAllowed)
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "wu"] as NSDictionary,
+                [kSecAttrLabel: "x"] as NSDictionary), errSecInteractionNotAllowed)
         let status = try KeychainControl.status()
         XCTAssertEqual(status.classes.first { $0.pdmn == "ak" }?.unlocked, false)
         XCTAssertEqual(status.classes.first { $0.pdmn == "ck" }?.unlocked, true)
@@ -96,8 +111,11 @@ final class AgentTests: AgentTestCase {
         XCTAssertEqual(read("wu").1, "pw-wu")
         try KeychainControl.lock(all: true)
         XCTAssertEqual(read("afu").0, errSecInteractionNotAllowed)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked] as NSDictionary),
-                       errSecSuccess, "delete works while locked")
+        XCTAssertEqual(
+            SecItemDelete(
+                [kSecClass: kSecClassGenericPassword, kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked]
+                    as NSDictionary),
+            errSecSuccess, "delete works while locked")
     }
 
     func testUnreachableAgentFailsFastWithNotAvailable() throws {
@@ -120,7 +138,9 @@ final class AgentTests: AgentTestCase {
         let path = Array((runtimeDirectory + "/latchkey/agent.sock").utf8)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         XCTAssertEqual(connected, 0)
         var partial: [UInt8] = [0, 0]
@@ -141,7 +161,11 @@ final class AgentTests: AgentTestCase {
         final class Failures: @unchecked Sendable {
             private let lock = NSLock()
             private(set) var count = 0
-            func record() { lock.lock(); count += 1; lock.unlock() }
+            func record() {
+                lock.lock()
+                count += 1
+                lock.unlock()
+            }
         }
         let failures = Failures()
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
@@ -173,7 +197,7 @@ final class AgentTests: AgentTestCase {
             if add(account, kSecAttrAccessibleAfterFirstUnlock) == errSecSuccess {
                 succeeded.append(account)
             } else {
-                failed = true // the agent died mid-stream
+                failed = true  // the agent died mid-stream
             }
         }
         waitForExit(pid)
@@ -192,8 +216,12 @@ final class AgentTests: AgentTestCase {
         try KeychainControl.unlock(password: SecretBytes(copying: Array("pw".utf8)))
         XCTAssertNil(try KeychainControl.status().problem)
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll,
-                                            kSecReturnAttributes: true] as NSDictionary, &result), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll,
+                    kSecReturnAttributes: true,
+                ] as NSDictionary, &result), errSecSuccess)
         let present = Set(((result as? [[String: Any]]) ?? []).compactMap { $0[kSecAttrAccount as String] as? String })
         for account in succeeded { XCTAssertTrue(present.contains(account), "\(account) lost") }
     }

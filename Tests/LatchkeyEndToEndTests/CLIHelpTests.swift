@@ -11,13 +11,23 @@ final class CLIHelpTests: XCTestCase {
         ("lock", ["--all"]),
         ("status", ["keychain"]),
         ("passwd", ["--password-stdin"]),
-        ("add-generic-password", ["-s <service>", "-a <account>", "-w <password>", "--password-stdin", "-U",
-                                  "--accessible", "--access-group", "--sync", "-l <label>", "-j <comment>",
-                                  "-D <kind>", "-G <value>", "ps(1)"]),
+        (
+            "add-generic-password",
+            [
+                "-s <service>", "-a <account>", "-w <password>", "--password-stdin", "-U",
+                "--accessible", "--access-group", "--sync", "-l <label>", "-j <comment>",
+                "-D <kind>", "-G <value>", "ps(1)",
+            ]
+        ),
         ("find-generic-password", ["-s <service>", "-a <account>", "-l <label>", "-G <value>", "-w", "-g"]),
         ("delete-generic-password", ["-s <service>", "-a <account>", "-l <label>"]),
-        ("add-internet-password", ["-s <server>", "-a <account>", "-r <protocol>", "-P <port>", "-p <path>",
-                                   "-d <domain>", "-t <type>", "--password-stdin", "-U", "--accessible"]),
+        (
+            "add-internet-password",
+            [
+                "-s <server>", "-a <account>", "-r <protocol>", "-P <port>", "-p <path>",
+                "-d <domain>", "-t <type>", "--password-stdin", "-U", "--accessible",
+            ]
+        ),
         ("find-internet-password", ["-s <server>", "-r <protocol>", "-P <port>", "-w", "-g"]),
         ("delete-internet-password", ["-s <server>", "-a <account>", "-r <protocol>"]),
         ("dump-keychain", ["-d"]),
@@ -75,8 +85,10 @@ final class CLIHelpTests: XCTestCase {
         // Valid values get past parsing and fail later (here: -w and --password-stdin together),
         // so the status tells parsing of --accessible apart from everything else.
         for value in ["when-unlocked", "after-first-unlock-this-device-only", "akpu", "dku"] {
-            let result = try run(["add-generic-password", "-s", "s", "-a", "a", "--accessible", value,
-                                  "-w", "x", "--password-stdin"])
+            let result = try run([
+                "add-generic-password", "-s", "s", "-a", "a", "--accessible", value,
+                "-w", "x", "--password-stdin",
+            ])
             XCTAssertEqual(result.status, 64)
             XCTAssertFalse(result.stderr.contains("--accessible"), "\(value) rejected: \(result.stderr)")
         }
@@ -112,9 +124,10 @@ final class CLIHelpTests: XCTestCase {
         let stdout = output.fileHandleForReading.readDataToEndOfFile()
         let stderr = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus,
-                      stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
     }
 
     /// The `latchkey` executable: in `LATCHKEY_BIN_DIR`, next to the test bundle (the products
@@ -136,7 +149,8 @@ final class CLIHelpTests: XCTestCase {
             let file = directory.appendingPathComponent("latchkey")
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-               FileManager.default.isExecutableFile(atPath: file.path) {
+                FileManager.default.isExecutableFile(atPath: file.path)
+            {
                 return file
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import LatchkeyTestSupport
 import XCTest
+
 @testable import Latchkey
 
 /// The key, certificate and identity verbs of `latchkey` (import, export, find-certificate,
@@ -12,8 +13,9 @@ final class CLIKeyTests: AgentTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"),
-                          "the openssl command is needed to make test certificates (apt-get install openssl)")
+        try XCTSkipUnless(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"),
+            "the openssl command is needed to make test certificates (apt-get install openssl)")
         work = NSTemporaryDirectory() + "lk-clikey-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
     }
@@ -49,8 +51,11 @@ final class CLIKeyTests: AgentTestCase {
         r = try cli(["find-certificate", "-c", "alice", "-Z", "-m"])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.contains("SHA-1 hash: \(fingerprint)\n"), r.out)
-        XCTAssertTrue(r.out.contains("SHA-256 hash: \(try openssl(["x509", "-in", ec.certificate, "-noout", "-fingerprint", "-sha256"]).hexAfterEquals)"),
-                      r.out)
+        XCTAssertTrue(
+            r.out.contains(
+                "SHA-256 hash: \(try openssl(["x509", "-in", ec.certificate, "-noout", "-fingerprint", "-sha256"]).hexAfterEquals)"
+            ),
+            r.out)
         XCTAssertTrue(r.out.contains("email addresses: alice@example.com"), r.out)
         XCTAssertTrue(r.out.contains("\"labl\"<blob>=\"Alice EC\""), r.out)
         XCTAssertTrue(r.out.contains("\"pdmn\"<blob>=\"dk\""), "certificates default to always: \(r.out)")
@@ -66,7 +71,8 @@ final class CLIKeyTests: AgentTestCase {
         let rsa = try makeIdentity("rsa", subject: "/CN=Bob RSA", rsa: true)
         let traditional = "\(work)/rsa-traditional.key", der = "\(work)/rsa.der"
         try openssl(["rsa", "-in", rsa.key, "-traditional", "-out", traditional])
-        XCTAssertTrue(try String(contentsOfFile: traditional, encoding: .utf8).hasPrefix("-----BEGIN RSA PRIVATE KEY-----"))
+        XCTAssertTrue(
+            try String(contentsOfFile: traditional, encoding: .utf8).hasPrefix("-----BEGIN RSA PRIVATE KEY-----"))
         try openssl(["x509", "-in", rsa.certificate, "-outform", "DER", "-out", der])
         r = try cli(["import", traditional, "--accessible", "after-first-unlock"])
         XCTAssertEqual(r.status, 0, r.err)
@@ -85,12 +91,15 @@ final class CLIKeyTests: AgentTestCase {
         // The same certificate again: errSecDuplicateItem, reported like the other verbs, status 1.
         r = try cli(["import", der])
         XCTAssertEqual(r.status, 1)
-        XCTAssertTrue(r.err.contains("latchkey: SecItemAdd: The specified item already exists in the keychain. (-25299)"), r.err)
+        XCTAssertTrue(
+            r.err.contains("latchkey: SecItemAdd: The specified item already exists in the keychain. (-25299)"), r.err)
         XCTAssertTrue(r.err.contains("certificate \"Bob RSA\" is already in the keychain"), r.err)
         // In a PEM bundle the new items are still added; the exit status reports the duplicate.
         let other = try makeIdentity("other", subject: "/CN=Carol")
         let bundle = "\(work)/bundle.pem"
-        try (String(contentsOfFile: ec.certificate, encoding: .utf8) + String(contentsOfFile: other.certificate, encoding: .utf8))
+        try
+            (String(contentsOfFile: ec.certificate, encoding: .utf8)
+            + String(contentsOfFile: other.certificate, encoding: .utf8))
             .write(toFile: bundle, atomically: true, encoding: .utf8)
         r = try cli(["import", bundle])
         XCTAssertEqual(r.status, 1)
@@ -129,13 +138,17 @@ final class CLIKeyTests: AgentTestCase {
         let p12 = try makePKCS12(passphrase: "p12 secret")
         var r = try cli(["import", p12.path, "--passphrase-stdin"], input: "not it\n")
         XCTAssertEqual(r.status, 1)
-        XCTAssertTrue(r.err.contains("latchkey: SecPKCS12Import: The user name or passphrase you entered is not correct. (-25293)"),
-                      r.err)
+        XCTAssertTrue(
+            r.err.contains(
+                "latchkey: SecPKCS12Import: The user name or passphrase you entered is not correct. (-25293)"),
+            r.err)
         XCTAssertEqual(try cli(["find-certificate", "-a"]).status, 44, "nothing was added")
 
         r = try cli(["import", p12.path, "--passphrase-stdin", "--tag", "com.example.leaf"], input: "p12 secret\n")
         XCTAssertEqual(r.status, 0, r.err)
-        XCTAssertEqual(r.out, """
+        XCTAssertEqual(
+            r.out,
+            """
             imported identity "Leaf" (certificate and EC 384-bit private key)
             imported certificate "Test CA"
 
@@ -182,8 +195,9 @@ final class CLIKeyTests: AgentTestCase {
         r = try cli(["export", "--type", "certificates", "-c", "round", "--format", "der", "-o", der])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "exported 1 certificate to \(der)\n")
-        XCTAssertEqual(try openssl(["x509", "-inform", "DER", "-in", der, "-noout", "-fingerprint", "-sha1"]).hexAfterEquals,
-                       try sha1Fingerprint(pair.certificate))
+        XCTAssertEqual(
+            try openssl(["x509", "-inform", "DER", "-in", der, "-noout", "-fingerprint", "-sha1"]).hexAfterEquals,
+            try sha1Fingerprint(pair.certificate))
         XCTAssertEqual(try mode(der), 0o644 & ~currentUmask(), "a certificate is not secret")
 
         // Private key: PKCS#8, to a 0600 file; openssl derives the same public key from it.
@@ -196,8 +210,10 @@ final class CLIKeyTests: AgentTestCase {
         XCTAssertEqual(try openssl(["pkey", "-in", keyOut, "-pubout"]), expectedPublic)
         // An existing, world-readable file is made private before the key is written into it.
         let existing = "\(work)/existing.key"
-        XCTAssertTrue(FileManager.default.createFile(atPath: existing, contents: Data("old".utf8),
-                                                     attributes: [.posixPermissions: 0o644]))
+        XCTAssertTrue(
+            FileManager.default.createFile(
+                atPath: existing, contents: Data("old".utf8),
+                attributes: [.posixPermissions: 0o644]))
         XCTAssertEqual(try cli(["export", "--type", "keys", "--tag", "round", "-o", existing]).status, 0)
         XCTAssertEqual(try mode(existing), 0o600)
         // With a passphrase: encrypted PKCS#8, which openssl opens with it.
@@ -206,7 +222,8 @@ final class CLIKeyTests: AgentTestCase {
         XCTAssertTrue(r.out.hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"), r.out)
         let encrypted = "\(work)/encrypted.key"
         try r.out.write(toFile: encrypted, atomically: true, encoding: .utf8)
-        XCTAssertEqual(try openssl(["pkey", "-in", encrypted, "-passin", "pass:export pass", "-pubout"]), expectedPublic)
+        XCTAssertEqual(
+            try openssl(["pkey", "-in", encrypted, "-passin", "pass:export pass", "-pubout"]), expectedPublic)
 
         // A public key imported on its own comes back as SubjectPublicKeyInfo, PEM and DER.
         let other = try makeIdentity("pub", subject: "/CN=Public Only", rsa: true)
@@ -218,13 +235,16 @@ final class CLIKeyTests: AgentTestCase {
         r = try cli(["export", "--type", "keys", "--tag", "pub"])
         XCTAssertEqual(r.out, try String(contentsOfFile: otherPublic, encoding: .utf8))
         let publicDER = "\(work)/pub.der"
-        XCTAssertEqual(try cli(["export", "--type", "keys", "--tag", "pub", "--format", "der", "-o", publicDER]).status, 0)
-        XCTAssertEqual(try openssl(["pkey", "-pubin", "-inform", "DER", "-in", publicDER, "-pubout"]),
-                       try String(contentsOfFile: otherPublic, encoding: .utf8))
+        XCTAssertEqual(
+            try cli(["export", "--type", "keys", "--tag", "pub", "--format", "der", "-o", publicDER]).status, 0)
+        XCTAssertEqual(
+            try openssl(["pkey", "-pubin", "-inform", "DER", "-in", publicDER, "-pubout"]),
+            try String(contentsOfFile: otherPublic, encoding: .utf8))
 
         // The identity as PKCS#12: openssl opens it with the passphrase and finds the certificate and key.
         let p12 = "\(work)/out.p12"
-        r = try cli(["export", "--type", "identities", "-c", "round", "-o", p12, "--passphrase-stdin"], input: "p12 pass\n")
+        r = try cli(
+            ["export", "--type", "identities", "-c", "round", "-o", p12, "--passphrase-stdin"], input: "p12 pass\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "exported 1 identity to \(p12)\n")
         XCTAssertEqual(try mode(p12), 0o600)
@@ -236,7 +256,9 @@ final class CLIKeyTests: AgentTestCase {
         try openssl(["pkcs12", "-in", p12, "-passin", "pass:p12 pass", "-nocerts", "-nodes", "-out", keyFromP12])
         XCTAssertEqual(try sha1Fingerprint(certificateOut), try sha1Fingerprint(pair.certificate))
         XCTAssertEqual(try openssl(["pkey", "-in", keyFromP12, "-pubout"]), expectedPublic)
-        XCTAssertNotEqual(try TestProcess.run("/usr/bin/openssl", ["pkcs12", "-in", p12, "-passin", "pass:wrong", "-nodes"]).status, 0)
+        XCTAssertNotEqual(
+            try TestProcess.run("/usr/bin/openssl", ["pkcs12", "-in", p12, "-passin", "pass:wrong", "-nodes"]).status, 0
+        )
         // The identity as PEM: its certificate, then its private key.
         r = try cli(["export", "--type", "identities", "-c", "round", "--format", "pem"])
         XCTAssertEqual(r.status, 0, r.err)
@@ -265,8 +287,10 @@ final class CLIKeyTests: AgentTestCase {
         let out = "\(work)/should-not-exist.key"
         var r = try cli(["export", "--type", "keys", "--tag", "inside", "-o", out])
         XCTAssertEqual(r.status, 1)
-        XCTAssertTrue(r.err.contains("latchkey: SecKeyCopyExternalRepresentation: The contents of this item cannot be retrieved. (-25316)"),
-                      r.err)
+        XCTAssertTrue(
+            r.err.contains(
+                "latchkey: SecKeyCopyExternalRepresentation: The contents of this item cannot be retrieved. (-25316)"),
+            r.err)
         XCTAssertTrue(r.err.contains("not extractable"), r.err)
         XCTAssertFalse(FileManager.default.fileExists(atPath: out))
         r = try cli(["export", "--type", "identities", "-c", "Kept", "--format", "pkcs12", "-o", out, "-P", "x"])
@@ -283,11 +307,15 @@ final class CLIKeyTests: AgentTestCase {
     /// signature with the public key that generate-key printed and export wrote.
     func testGenerateKeyThenSignThroughTheLibraryAndVerifyWithOpenSSL() throws {
         try createKeychain()
-        for (type, size, algorithm, digest) in [("ec", "384", SecKeyAlgorithm.ecdsaSignatureMessageX962SHA384, "-sha384"),
-                                                ("rsa", "2048", SecKeyAlgorithm.rsaSignatureMessagePKCS1v15SHA256, "-sha256")] {
+        for (type, size, algorithm, digest) in [
+            ("ec", "384", SecKeyAlgorithm.ecdsaSignatureMessageX962SHA384, "-sha384"),
+            ("rsa", "2048", SecKeyAlgorithm.rsaSignatureMessagePKCS1v15SHA256, "-sha256"),
+        ] {
             let tag = "com.example.generated.\(type)"
-            var r = try cli(["generate-key", "--type", type, "--size", size, "--tag", tag, "-l", "Generated \(type)",
-                             "--public-too", "--non-extractable"])
+            var r = try cli([
+                "generate-key", "--type", type, "--size", size, "--tag", tag, "-l", "Generated \(type)",
+                "--public-too", "--non-extractable",
+            ])
             XCTAssertEqual(r.status, 0, r.err)
             XCTAssertTrue(r.out.contains("\"bsiz\"<int>=\(size)"), r.out)
             XCTAssertTrue(r.out.contains("\"extr\"<int>=0"), r.out)
@@ -302,24 +330,37 @@ final class CLIKeyTests: AgentTestCase {
             try publicPEM.write(toFile: publicPath, atomically: true, encoding: .utf8)
 
             var found: CFTypeRef?
-            XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassKey, kSecAttrApplicationTag: Data(tag.utf8),
-                                                kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecReturnRef: true] as NSDictionary, &found),
-                           errSecSuccess)
+            XCTAssertEqual(
+                SecItemCopyMatching(
+                    [
+                        kSecClass: kSecClassKey, kSecAttrApplicationTag: Data(tag.utf8),
+                        kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecReturnRef: true,
+                    ] as NSDictionary, &found),
+                errSecSuccess)
             let key = try XCTUnwrap(found as? SecKey)
             XCTAssertNil(key.local, "the generated private key stays in the agent")
             let message = Data("signed by a generated \(type) key".utf8)
             var error: Unmanaged<CFError>?
-            let signature = try XCTUnwrap(SecKeyCreateSignature(key, algorithm, message as CFData, &error) as Data?,
-                                          "\(String(describing: error?.takeRetainedValue()))")
+            let signature = try XCTUnwrap(
+                SecKeyCreateSignature(key, algorithm, message as CFData, &error) as Data?,
+                "\(String(describing: error?.takeRetainedValue()))")
             let messagePath = "\(work)/\(type).msg", signaturePath = "\(work)/\(type).sig"
             try message.write(to: URL(fileURLWithPath: messagePath))
             try signature.write(to: URL(fileURLWithPath: signaturePath))
-            let verified = try openssl(["dgst", digest, "-verify", publicPath, "-signature", signaturePath, messagePath])
+            let verified = try openssl([
+                "dgst", digest, "-verify", publicPath, "-signature", signaturePath, messagePath,
+            ])
             XCTAssertEqual(verified, "Verified OK\n")
             // A signature over other data does not verify: the check above can fail.
             try Data("other".utf8).write(to: URL(fileURLWithPath: messagePath))
-            XCTAssertNotEqual(try TestProcess.run("/usr/bin/openssl", ["dgst", digest, "-verify", publicPath, "-signature",
-                                                                       signaturePath, messagePath]).status, 0)
+            XCTAssertNotEqual(
+                try TestProcess.run(
+                    "/usr/bin/openssl",
+                    [
+                        "dgst", digest, "-verify", publicPath, "-signature",
+                        signaturePath, messagePath,
+                    ]
+                ).status, 0)
 
             r = try cli(["export", "--type", "keys", "--tag", tag, "--class", "private"])
             XCTAssertEqual(r.status, 1, "generated with --non-extractable")
@@ -343,22 +384,24 @@ final class CLIKeyTests: AgentTestCase {
         try "".write(toFile: "\(work)/index.txt", atomically: true, encoding: .utf8)
         try "01\n".write(toFile: "\(work)/serial.txt", atomically: true, encoding: .utf8)
         try """
-            [ca]
-            default_ca = ca_section
-            [ca_section]
-            database = \(work)/index.txt
-            new_certs_dir = \(work)
-            serial = \(work)/serial.txt
-            default_md = sha256
-            policy = any
-            [any]
-            commonName = supplied
-            """.write(toFile: "\(work)/ca.cnf", atomically: true, encoding: .utf8)
+        [ca]
+        default_ca = ca_section
+        [ca_section]
+        database = \(work)/index.txt
+        new_certs_dir = \(work)
+        serial = \(work)/serial.txt
+        default_md = sha256
+        policy = any
+        [any]
+        commonName = supplied
+        """.write(toFile: "\(work)/ca.cnf", atomically: true, encoding: .utf8)
         let oldKey = "\(work)/old.key", request = "\(work)/old.csr", old = "\(work)/old.pem"
         try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", oldKey])
         try openssl(["req", "-new", "-key", oldKey, "-subj", "/CN=Expired One", "-out", request])
-        try openssl(["ca", "-batch", "-config", "\(work)/ca.cnf", "-selfsign", "-keyfile", oldKey, "-in", request,
-                     "-startdate", "20200101000000Z", "-enddate", "20200201000000Z", "-out", old])
+        try openssl([
+            "ca", "-batch", "-config", "\(work)/ca.cnf", "-selfsign", "-keyfile", oldKey, "-in", request,
+            "-startdate", "20200101000000Z", "-enddate", "20200201000000Z", "-out", old,
+        ])
         let current = try makeIdentity("current", subject: "/CN=Current One/emailAddress=Dana@Example.com")
         for file in [old, oldKey, current.certificate, current.key] {
             XCTAssertEqual(try cli(["import", file]).status, 0, file)
@@ -366,7 +409,8 @@ final class CLIKeyTests: AgentTestCase {
 
         var r = try cli(["find-identity"])
         XCTAssertEqual(r.status, 0, r.err)
-        XCTAssertTrue(r.out.contains("1) \(try sha1Fingerprint(current.certificate)) \"Current One\" (EC 256-bit)\n"), r.out)
+        XCTAssertTrue(
+            r.out.contains("1) \(try sha1Fingerprint(current.certificate)) \"Current One\" (EC 256-bit)\n"), r.out)
         XCTAssertTrue(r.out.contains("2) \(try sha1Fingerprint(old)) \"Expired One\" (EC 256-bit) (expired)\n"), r.out)
         XCTAssertTrue(r.out.hasSuffix("     2 identities found\n"), r.out)
         r = try cli(["find-identity", "-v"])
@@ -381,7 +425,8 @@ final class CLIKeyTests: AgentTestCase {
         r = try cli(["find-certificate", "-a", "-p"])
         XCTAssertEqual(r.out.components(separatedBy: "-----BEGIN CERTIFICATE-----").count - 1, 2, r.out)
         r = try cli(["find-certificate", "-c", "one"])
-        XCTAssertEqual(r.out.components(separatedBy: "class: \"cert\"").count - 1, 1, "without -a only the first: \(r.out)")
+        XCTAssertEqual(
+            r.out.components(separatedBy: "class: \"cert\"").count - 1, 1, "without -a only the first: \(r.out)")
     }
 
     // MARK: - delete-certificate
@@ -391,7 +436,9 @@ final class CLIKeyTests: AgentTestCase {
         // Two certificates for one key, and a third identity of its own.
         let shared = try makeIdentity("shared", subject: "/CN=Shared One", rsa: true)
         let second = "\(work)/shared-two.pem"
-        try openssl(["req", "-new", "-x509", "-key", shared.key, "-subj", "/CN=Shared Two", "-days", "30", "-out", second])
+        try openssl([
+            "req", "-new", "-x509", "-key", shared.key, "-subj", "/CN=Shared Two", "-days", "30", "-out", second,
+        ])
         let single = try makeIdentity("single", subject: "/CN=Single")
         for file in [shared.certificate, second, shared.key, single.certificate, single.key] {
             XCTAssertEqual(try cli(["import", file]).status, 0, file)
@@ -407,13 +454,15 @@ final class CLIKeyTests: AgentTestCase {
         // -t on a certificate whose key another certificate uses: the key stays.
         r = try cli(["delete-certificate", "-Z", try sha1Fingerprint(second).lowercased(), "-t"])
         XCTAssertEqual(r.status, 0, r.err)
-        XCTAssertEqual(r.out, "deleted certificate \"Shared Two\"; its private key is kept: another certificate uses it\n")
+        XCTAssertEqual(
+            r.out, "deleted certificate \"Shared Two\"; its private key is kept: another certificate uses it\n")
         XCTAssertTrue(try cli(["find-identity"]).out.contains("2 identities found"))
 
         // Without -t: the certificate goes, its key stays (and the identity is gone).
         r = try cli(["delete-certificate", "-c", "single"])
         XCTAssertEqual(r.status, 0, r.err)
-        XCTAssertEqual(r.out, "deleted certificate \"Single\"\nits private key stays in the keychain (-t deletes it too)\n")
+        XCTAssertEqual(
+            r.out, "deleted certificate \"Single\"\nits private key stays in the keychain (-t deletes it too)\n")
         XCTAssertEqual(try cli(["find-key", "--type", "ec", "--class", "private"]).status, 0)
         XCTAssertTrue(try cli(["find-identity"]).out.contains("1 identity found"))
 
@@ -461,7 +510,10 @@ final class CLIKeyTests: AgentTestCase {
             (["import", empty], 1, "empty.pem is empty"),
             (["import", der, "--format", "pem"], 1, "bad.der is not PEM"),
             (["import", pair.certificate, "--format", "der"], 1, "is not a DER certificate or key"),
-            (["import", der, "--format", "pkcs12", "-P", "x"], 1, "SecPKCS12Import: Unable to decode the provided data. (-26275)"),
+            (
+                ["import", der, "--format", "pkcs12", "-P", "x"], 1,
+                "SecPKCS12Import: Unable to decode the provided data. (-26275)"
+            ),
             (["import", garbage, "--format", "pkcs12", "-P", "x"], 1, "(-26275)"),
             (["import", der, "--format", "jpeg"], 64, "--format"),
             (["import", truncated], 1, "truncated.pem is not valid PEM"),
@@ -499,15 +551,29 @@ final class CLIKeyTests: AgentTestCase {
     /// Every new verb documents its options and has an example; the root help lists them.
     func testHelpOfTheKeyVerbs() throws {
         let verbs: [(String, [String])] = [
-            ("import", ["--format", "--passphrase-stdin", "-P <passphrase>", "/proc", "--accessible", "--label", "--tag",
-                        "--non-extractable", "SecPKCS12Import"]),
-            ("export", ["--type", "--format", "--output", "-c <name>", "--label", "--tag", "--class", "--size", "--key-type",
-                        "--passphrase-stdin", "0600", "-25316"]),
+            (
+                "import",
+                [
+                    "--format", "--passphrase-stdin", "-P <passphrase>", "/proc", "--accessible", "--label", "--tag",
+                    "--non-extractable", "SecPKCS12Import",
+                ]
+            ),
+            (
+                "export",
+                [
+                    "--type", "--format", "--output", "-c <name>", "--label", "--tag", "--class", "--size",
+                    "--key-type",
+                    "--passphrase-stdin", "0600", "-25316",
+                ]
+            ),
             ("find-certificate", ["-c <name>", "-e <email>", "-a", "-p", "-Z", "-m"]),
             ("find-identity", ["-v", "-c <name>"]),
             ("find-key", ["--label", "--tag", "--type", "--class", "--size", "-a"]),
             ("delete-certificate", ["-c <name>", "-Z <hash>", "-t"]),
-            ("generate-key", ["--type", "--size", "--label", "--tag", "--accessible", "--non-extractable", "--public-too"]),
+            (
+                "generate-key",
+                ["--type", "--size", "--label", "--tag", "--accessible", "--non-extractable", "--public-too"]
+            ),
         ]
         let root = try cli(["--help"])
         for (verb, mentions) in verbs {
@@ -536,24 +602,33 @@ final class CLIKeyTests: AgentTestCase {
         let p12 = try makePKCS12(passphrase: "pkcs12", extraCertificate: true)
         let data = try Data(contentsOf: URL(fileURLWithPath: p12.path)) as CFData
         var items: CFArray?
-        XCTAssertEqual(SecPKCS12Import(data, [kSecImportExportPassphrase: "wrong"] as NSDictionary, &items), errSecAuthFailed)
+        XCTAssertEqual(
+            SecPKCS12Import(data, [kSecImportExportPassphrase: "wrong"] as NSDictionary, &items), errSecAuthFailed)
         XCTAssertNil(items)
-        XCTAssertEqual(SecPKCS12Import(data, [:] as NSDictionary, &items), errSecAuthFailed, "no passphrase is the empty one")
-        XCTAssertEqual(SecPKCS12Import(Data("not pkcs12".utf8) as CFData, [kSecImportExportPassphrase: "pkcs12"] as NSDictionary,
-                                       &items), errSecDecode)
+        XCTAssertEqual(
+            SecPKCS12Import(data, [:] as NSDictionary, &items), errSecAuthFailed, "no passphrase is the empty one")
+        XCTAssertEqual(
+            SecPKCS12Import(
+                Data("not pkcs12".utf8) as CFData, [kSecImportExportPassphrase: "pkcs12"] as NSDictionary,
+                &items), errSecDecode)
         XCTAssertEqual(SecPKCS12Import(data, [kSecImportExportPassphrase: 12] as NSDictionary, &items), errSecParam)
 
-        XCTAssertEqual(SecPKCS12Import(data, [kSecImportExportPassphrase: "pkcs12"] as NSDictionary, &items), errSecSuccess)
+        XCTAssertEqual(
+            SecPKCS12Import(data, [kSecImportExportPassphrase: "pkcs12"] as NSDictionary, &items), errSecSuccess)
         let entries = (items ?? NSArray()).compactMap { $0 as? NSDictionary }
         XCTAssertEqual(entries.count, 2, "the identity, then the certificate outside its chain")
         let first = entries[0]
         let identity = try XCTUnwrap(first[kSecImportItemIdentity as String] as? SecIdentity)
-        let chain = try XCTUnwrap(first[kSecImportItemCertChain as String] as? NSArray).compactMap { $0 as? SecCertificate }
-        XCTAssertEqual(chain.map { SecCertificateCopySubjectSummary($0) as String? }, ["Leaf", "Test CA"], "leaf first")
+        let chain = try XCTUnwrap(first[kSecImportItemCertChain as String] as? NSArray).compactMap {
+            $0 as? SecCertificate
+        }
+        XCTAssertEqual(
+            chain.map { SecCertificateCopySubjectSummary($0) as String? }, ["Leaf", "Test CA"], "leaf first")
         var certificate: SecCertificate?
         XCTAssertEqual(SecIdentityCopyCertificate(identity, &certificate), errSecSuccess)
         XCTAssertEqual(certificate, chain[0])
-        XCTAssertEqual(Data(SecCertificateCopyData(chain[0]) as Data), try Data(contentsOf: URL(fileURLWithPath: p12.leafDER)))
+        XCTAssertEqual(
+            Data(SecCertificateCopyData(chain[0]) as Data), try Data(contentsOf: URL(fileURLWithPath: p12.leafDER)))
         // The key ID is the SHA-1 of the public key bytes: the last 97 bytes (the P-384 point) of
         // the SubjectPublicKeyInfo that openssl writes for the leaf's key.
         let spki = "\(work)/leaf.spki"
@@ -566,7 +641,9 @@ final class CLIKeyTests: AgentTestCase {
 
         let rest = entries[1]
         XCTAssertNil(rest[kSecImportItemIdentity as String])
-        let unrelated = try XCTUnwrap(rest[kSecImportItemCertChain as String] as? NSArray).compactMap { $0 as? SecCertificate }
+        let unrelated = try XCTUnwrap(rest[kSecImportItemCertChain as String] as? NSArray).compactMap {
+            $0 as? SecCertificate
+        }
         XCTAssertEqual(unrelated.map { SecCertificateCopySubjectSummary($0) as String? }, ["Unrelated"])
 
         // The private key is held by the caller and signs; openssl verifies with the certificate.
@@ -575,44 +652,59 @@ final class CLIKeyTests: AgentTestCase {
         let privateKey = try XCTUnwrap(key)
         XCTAssertNotNil(privateKey.local, "an imported key is the caller's until it is added")
         let message = Data("pkcs12 identity".utf8)
-        let signature = try XCTUnwrap(SecKeyCreateSignature(privateKey, .ecdsaSignatureMessageX962SHA256, message as CFData, nil) as Data?)
+        let signature = try XCTUnwrap(
+            SecKeyCreateSignature(privateKey, .ecdsaSignatureMessageX962SHA256, message as CFData, nil) as Data?)
         let messagePath = "\(work)/p12.msg", signaturePath = "\(work)/p12.sig", leafPublic = "\(work)/leaf.pub"
         try message.write(to: URL(fileURLWithPath: messagePath))
         try signature.write(to: URL(fileURLWithPath: signaturePath))
         try openssl(["x509", "-in", p12.leaf, "-pubkey", "-noout", "-out", leafPublic])
-        XCTAssertEqual(try openssl(["dgst", "-sha256", "-verify", leafPublic, "-signature", signaturePath, messagePath]), "Verified OK\n")
+        XCTAssertEqual(
+            try openssl(["dgst", "-sha256", "-verify", leafPublic, "-signature", signaturePath, messagePath]),
+            "Verified OK\n")
 
         // Nothing was added ("Import, Then Add"); adding the identity makes it appear.
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassIdentity] as NSDictionary, nil), errSecItemNotFound)
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate] as NSDictionary, nil), errSecItemNotFound)
         XCTAssertEqual(SecItemAdd([kSecValueRef: identity] as NSDictionary, nil), errSecSuccess)
         var found: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnRef: true] as NSDictionary, &found), errSecSuccess)
-        XCTAssertEqual((found as? SecIdentity).flatMap { identity -> SecCertificate? in
-            var copied: SecCertificate?
-            _ = SecIdentityCopyCertificate(identity, &copied)
-            return copied
-        }, chain[0])
+        XCTAssertEqual(
+            SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnRef: true] as NSDictionary, &found),
+            errSecSuccess)
+        XCTAssertEqual(
+            (found as? SecIdentity).flatMap { identity -> SecCertificate? in
+                var copied: SecCertificate?
+                _ = SecIdentityCopyCertificate(identity, &copied)
+                return copied
+            }, chain[0])
 
         // The passphrase may also be given as data (a latchkey extension, so that it can be wiped).
-        XCTAssertEqual(SecPKCS12Import(data, [kSecImportExportPassphrase: NSMutableData(data: Data("pkcs12".utf8))] as NSDictionary,
-                                       &items), errSecSuccess)
+        XCTAssertEqual(
+            SecPKCS12Import(
+                data, [kSecImportExportPassphrase: NSMutableData(data: Data("pkcs12".utf8))] as NSDictionary,
+                &items), errSecSuccess)
 
         // A key type latchkey cannot use is errSecDecode, with the reason in the diagnostics.
         let edKey = "\(work)/ed.key", edCertificate = "\(work)/ed.pem", edP12 = "\(work)/ed.p12"
         try openssl(["genpkey", "-algorithm", "ED25519", "-out", edKey])
-        try openssl(["req", "-new", "-x509", "-key", edKey, "-subj", "/CN=Edwards", "-days", "1", "-out", edCertificate])
+        try openssl([
+            "req", "-new", "-x509", "-key", edKey, "-subj", "/CN=Edwards", "-days", "1", "-out", edCertificate,
+        ])
         try openssl(["pkcs12", "-export", "-inkey", edKey, "-in", edCertificate, "-passout", "pass:e", "-out", edP12])
-        XCTAssertEqual(SecPKCS12Import(try Data(contentsOf: URL(fileURLWithPath: edP12)) as CFData,
-                                       [kSecImportExportPassphrase: "e"] as NSDictionary, &items), errSecDecode)
-        XCTAssertTrue(LatchkeyDiagnostics.lastErrorDetail?.contains("cannot use") ?? false,
-                      String(describing: LatchkeyDiagnostics.lastErrorDetail))
+        XCTAssertEqual(
+            SecPKCS12Import(
+                try Data(contentsOf: URL(fileURLWithPath: edP12)) as CFData,
+                [kSecImportExportPassphrase: "e"] as NSDictionary, &items), errSecDecode)
+        XCTAssertTrue(
+            LatchkeyDiagnostics.lastErrorDetail?.contains("cannot use") ?? false,
+            String(describing: LatchkeyDiagnostics.lastErrorDetail))
 
         // A file of certificates only: one dictionary with the chain, no identity.
         let certificatesOnly = "\(work)/certs.p12"
         try openssl(["pkcs12", "-export", "-nokeys", "-in", p12.leaf, "-passout", "pass:c", "-out", certificatesOnly])
-        XCTAssertEqual(SecPKCS12Import(try Data(contentsOf: URL(fileURLWithPath: certificatesOnly)) as CFData,
-                                       [kSecImportExportPassphrase: "c"] as NSDictionary, &items), errSecSuccess)
+        XCTAssertEqual(
+            SecPKCS12Import(
+                try Data(contentsOf: URL(fileURLWithPath: certificatesOnly)) as CFData,
+                [kSecImportExportPassphrase: "c"] as NSDictionary, &items), errSecSuccess)
         let only = (items ?? NSArray()).compactMap { $0 as? NSDictionary }
         XCTAssertEqual(only.count, 1)
         XCTAssertNil(only[0][kSecImportItemIdentity as String])
@@ -629,7 +721,9 @@ final class CLIKeyTests: AgentTestCase {
     }
 
     /// A private key (EC P-256, or RSA 2048) and a self-signed certificate for it, as PEM files.
-    private func makeIdentity(_ name: String, subject: String, rsa: Bool = false) throws -> (certificate: String, key: String) {
+    private func makeIdentity(_ name: String, subject: String, rsa: Bool = false) throws -> (
+        certificate: String, key: String
+    ) {
         let key = "\(work)/\(name).key", certificate = "\(work)/\(name).pem"
         if rsa {
             try openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key])
@@ -643,22 +737,29 @@ final class CLIKeyTests: AgentTestCase {
     /// A CA, a leaf (EC P-384) it signed, and `openssl pkcs12 -export` of the leaf's identity with the
     /// CA certificate (and, with `extraCertificate`, a certificate unrelated to both).
     private func makePKCS12(passphrase: String, extraCertificate: Bool = false)
-        throws -> (path: String, leaf: String, leafDER: String, leafKey: String) {
+        throws -> (path: String, leaf: String, leafDER: String, leafKey: String)
+    {
         let ca = try makeIdentity("ca", subject: "/CN=Test CA", rsa: true)
-        let leafKey = "\(work)/leaf.key", request = "\(work)/leaf.csr", leaf = "\(work)/leaf.pem", leafDER = "\(work)/leaf.der"
+        let leafKey = "\(work)/leaf.key", request = "\(work)/leaf.csr", leaf = "\(work)/leaf.pem",
+            leafDER = "\(work)/leaf.der"
         try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", leafKey])
         try openssl(["req", "-new", "-key", leafKey, "-subj", "/CN=Leaf", "-out", request])
-        try openssl(["x509", "-req", "-in", request, "-CA", ca.certificate, "-CAkey", ca.key, "-set_serial", "7", "-days", "30",
-                     "-out", leaf])
+        try openssl([
+            "x509", "-req", "-in", request, "-CA", ca.certificate, "-CAkey", ca.key, "-set_serial", "7", "-days", "30",
+            "-out", leaf,
+        ])
         try openssl(["x509", "-in", leaf, "-outform", "DER", "-out", leafDER])
         var others = try String(contentsOfFile: ca.certificate, encoding: .utf8)
         if extraCertificate {
-            others += try String(contentsOfFile: try makeIdentity("unrelated", subject: "/CN=Unrelated").certificate, encoding: .utf8)
+            others += try String(
+                contentsOfFile: try makeIdentity("unrelated", subject: "/CN=Unrelated").certificate, encoding: .utf8)
         }
         let chainFile = "\(work)/chain.pem", path = "\(work)/leaf.p12"
         try others.write(toFile: chainFile, atomically: true, encoding: .utf8)
-        try openssl(["pkcs12", "-export", "-inkey", leafKey, "-in", leaf, "-certfile", chainFile, "-name", "Leaf friendly name",
-                     "-passout", "pass:\(passphrase)", "-out", path])
+        try openssl([
+            "pkcs12", "-export", "-inkey", leafKey, "-in", leaf, "-certfile", chainFile, "-name", "Leaf friendly name",
+            "-passout", "pass:\(passphrase)", "-out", path,
+        ])
         return (path, leaf, leafDER, leafKey)
     }
 

@@ -1,19 +1,24 @@
 import Foundation
 import XCTest
+
 @testable import Latchkey
 
 /// The `latchkey` command against the real agent: every verb, its output and its errors.
 final class CLITests: AgentTestCase {
     /// `latchkey init` with cheap parameters (the CLI's floor is 64 MiB, which is still fast).
     private func initKeychain(_ password: String = "pw") throws {
-        let result = try cli(["init", "--password-stdin", "--argon2-memory", "64", "--argon2-time", "1"], input: password + "\n")
+        let result = try cli(
+            ["init", "--password-stdin", "--argon2-memory", "64", "--argon2-time", "1"], input: password + "\n")
         XCTAssertEqual(result.status, 0, result.err)
     }
 
     func testGenericPasswordLifecycle() throws {
         try initKeychain()
-        var r = try cli(["add-generic-password", "-s", "mail.example", "-a", "alice", "-l", "Mail", "-j", "work",
-                         "--password-stdin"], input: "hunter2\n")
+        var r = try cli(
+            [
+                "add-generic-password", "-s", "mail.example", "-a", "alice", "-l", "Mail", "-j", "work",
+                "--password-stdin",
+            ], input: "hunter2\n")
         XCTAssertEqual(r.status, 0, r.err)
 
         r = try cli(["find-generic-password", "-s", "mail.example", "-a", "alice", "-w"])
@@ -29,10 +34,12 @@ final class CLITests: AgentTestCase {
         // A duplicate is Apple's errSecDuplicateItem, with the function, message and status.
         r = try cli(["add-generic-password", "-s", "mail.example", "-a", "alice", "--password-stdin"], input: "x\n")
         XCTAssertNotEqual(r.status, 0)
-        XCTAssertTrue(r.err.contains("latchkey: SecItemAdd: The specified item already exists in the keychain. (-25299)"), r.err)
+        XCTAssertTrue(
+            r.err.contains("latchkey: SecItemAdd: The specified item already exists in the keychain. (-25299)"), r.err)
 
         // -U updates in place.
-        r = try cli(["add-generic-password", "-U", "-s", "mail.example", "-a", "alice", "--password-stdin"], input: "n3w\n")
+        r = try cli(
+            ["add-generic-password", "-U", "-s", "mail.example", "-a", "alice", "--password-stdin"], input: "n3w\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(try cli(["find-generic-password", "-s", "mail.example", "-a", "alice", "-w"]).out, "n3w\n")
 
@@ -40,14 +47,19 @@ final class CLITests: AgentTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         r = try cli(["find-generic-password", "-s", "mail.example", "-a", "alice", "-w"])
         XCTAssertEqual(r.status, 44, "not found has its own exit status")
-        XCTAssertTrue(r.err.contains("latchkey: SecItemCopyMatching: The specified item could not be found in the keychain. (-25300)"),
-                      r.err)
+        XCTAssertTrue(
+            r.err.contains(
+                "latchkey: SecItemCopyMatching: The specified item could not be found in the keychain. (-25300)"),
+            r.err)
     }
 
     func testInternetPasswordLifecycle() throws {
         try initKeychain()
-        var r = try cli(["add-internet-password", "-s", "git.example", "-a", "bob", "-r", "htps", "-P", "443",
-                         "-p", "/repo", "--password-stdin"], input: "tok\n")
+        var r = try cli(
+            [
+                "add-internet-password", "-s", "git.example", "-a", "bob", "-r", "htps", "-P", "443",
+                "-p", "/repo", "--password-stdin",
+            ], input: "tok\n")
         XCTAssertEqual(r.status, 0, r.err)
         r = try cli(["find-internet-password", "-s", "git.example", "-r", "htps", "-P", "443", "-w"])
         XCTAssertEqual(r.out, "tok\n", r.err)
@@ -60,9 +72,15 @@ final class CLITests: AgentTestCase {
 
     func testLockUnlockStatusAndPasswd() throws {
         try initKeychain()
-        XCTAssertEqual(try cli(["add-generic-password", "-s", "s", "-a", "wu", "--password-stdin"], input: "a\n").status, 0)
-        XCTAssertEqual(try cli(["add-generic-password", "-s", "s", "-a", "afu", "--accessible", "after-first-unlock",
-                                "--password-stdin"], input: "b\n").status, 0)
+        XCTAssertEqual(
+            try cli(["add-generic-password", "-s", "s", "-a", "wu", "--password-stdin"], input: "a\n").status, 0)
+        XCTAssertEqual(
+            try cli(
+                [
+                    "add-generic-password", "-s", "s", "-a", "afu", "--accessible", "after-first-unlock",
+                    "--password-stdin",
+                ], input: "b\n"
+            ).status, 0)
 
         var r = try cli(["status"])
         XCTAssertTrue(r.out.contains("exists: yes"), r.out)
@@ -95,13 +113,21 @@ final class CLITests: AgentTestCase {
 
     func testDumpKeychainShowsSecretsOnlyWithD() throws {
         try initKeychain()
-        XCTAssertEqual(try cli(["add-generic-password", "-s", "svc-one", "-a", "acct-one", "--password-stdin"],
-                               input: "secret-one\n").status, 0)
-        XCTAssertEqual(try cli(["add-internet-password", "-s", "srv-two", "-a", "acct-two", "--password-stdin"],
-                               input: "secret-two\n").status, 0)
+        XCTAssertEqual(
+            try cli(
+                ["add-generic-password", "-s", "svc-one", "-a", "acct-one", "--password-stdin"],
+                input: "secret-one\n"
+            ).status, 0)
+        XCTAssertEqual(
+            try cli(
+                ["add-internet-password", "-s", "srv-two", "-a", "acct-two", "--password-stdin"],
+                input: "secret-two\n"
+            ).status, 0)
         var r = try cli(["dump-keychain"])
         XCTAssertEqual(r.status, 0, r.err)
-        for text in ["svc-one", "acct-one", "srv-two", "acct-two"] { XCTAssertTrue(r.out.contains(text), "\(text) in \(r.out)") }
+        for text in ["svc-one", "acct-one", "srv-two", "acct-two"] {
+            XCTAssertTrue(r.out.contains(text), "\(text) in \(r.out)")
+        }
         XCTAssertFalse(r.out.contains("secret-one") || r.out.contains("secret-two"), "no secrets without -d")
         r = try cli(["dump-keychain", "-d"])
         XCTAssertTrue(r.out.contains("secret-one") && r.out.contains("secret-two"), r.out)
@@ -114,7 +140,8 @@ final class CLITests: AgentTestCase {
         XCTAssertTrue(r.err.contains("latchkey init"), "the hint names the fix: \(r.err)")
 
         try initKeychain()
-        XCTAssertEqual(try cli(["add-generic-password", "-s", "x", "-a", "y", "--password-stdin"], input: "z\n").status, 0)
+        XCTAssertEqual(
+            try cli(["add-generic-password", "-s", "x", "-a", "y", "--password-stdin"], input: "z\n").status, 0)
         stopAgent()
         // Overwrite the SQLite header: the file is no longer a database.
         let database = dataDirectory + "/latchkey/keychain.db"
@@ -145,8 +172,10 @@ final class CLITests: AgentTestCase {
         XCTAssertTrue(r.out.contains("login password: OUT OF STEP"), r.out)
         r = try cli(["unlock", "--password-stdin"], input: "new-login\n")
         XCTAssertNotEqual(r.status, 0)
-        XCTAssertTrue(r.err.contains("(-25293)") && r.err.contains("previous login password") && r.err.contains("latchkey passwd"),
-                      r.err)
+        XCTAssertTrue(
+            r.err.contains("(-25293)") && r.err.contains("previous login password")
+                && r.err.contains("latchkey passwd"),
+            r.err)
         XCTAssertEqual(try cli(["unlock", "--password-stdin"], input: "old-login\n").status, 0)
         XCTAssertEqual(try cli(["passwd", "--password-stdin"], input: "old-login\nnew-login\n").status, 0)
         XCTAssertFalse(try cli(["status"]).out.contains("OUT OF STEP"), "passwd brings the passwords in step")

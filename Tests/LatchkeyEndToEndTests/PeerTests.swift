@@ -1,11 +1,12 @@
 import Foundation
-import LatchkeyTestSupport
-import XCTest
-@testable import Latchkey
 import LatchkeyKeybag
 import LatchkeySecrets
+import LatchkeyTestSupport
 import LatchkeyTransport
 import LatchkeyWire
+import XCTest
+
+@testable import Latchkey
 
 /// SO_PEERCRED: the agent serves its own user, lets root only hand off keys, and refuses everyone else
 /// before reading a byte (docs/PROTOCOL.md §1 "Peer check"). Needs root to act as other users.
@@ -53,7 +54,9 @@ final class PeerTests: AgentTestCase {
             guard setgroups(0, nil) == 0, setgid(uid) == 0, setuid(uid) == 0, getuid() == uid else { _exit(3) }
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             guard connected == 0 else { _exit(2) }
             _ = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -65,7 +68,8 @@ final class PeerTests: AgentTestCase {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         let code = (status >> 8) & 0xff
-        XCTAssertEqual(code, 0, code == 1 ? "the agent answered another user" : "child failed before the test (\(code))")
+        XCTAssertEqual(
+            code, 0, code == 1 ? "the agent answered another user" : "child failed before the test (\(code))")
 
         // The agent is unharmed and still serves its own user.
         XCTAssertNotNil(agentPID())
@@ -82,11 +86,14 @@ final class PeerTests: AgentTestCase {
             chmod(dir, dir == base ? 0o755 : 0o700)
         }
         defer { try? FileManager.default.removeItem(atPath: base) }
-        let asNobody = ["setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups",
-                        "env", "HOME=\(base)", "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(data)",
-                        "LATCHKEYD=\(Self.binDirectory)/latchkeyd", Self.binDirectory + "/latchkey"]
-        let created = try run(asNobody + ["init", "--password-stdin", "--argon2-memory", "64", "--argon2-time", "1"],
-                              input: "pw\n")
+        let asNobody = [
+            "setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups",
+            "env", "HOME=\(base)", "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(data)",
+            "LATCHKEYD=\(Self.binDirectory)/latchkeyd", Self.binDirectory + "/latchkey",
+        ]
+        let created = try run(
+            asNobody + ["init", "--password-stdin", "--argon2-memory", "64", "--argon2-time", "1"],
+            input: "pw\n")
         XCTAssertEqual(created.status, 0, created.err)
         XCTAssertEqual(try run(asNobody + ["lock", "--all"]).status, 0)
         defer { _ = try? run(["pkill", "-u", "\(nobody)", "-x", "latchkeyd"]) }
@@ -104,11 +111,14 @@ final class PeerTests: AgentTestCase {
                 raw[bytes.count] = 0
             }
             let rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             XCTAssertEqual(rc, 0, "connect: \(String(cString: strerror(errno)))")
             try FrameIO.writeFrame(request.encode(), to: fd, deadline: .now + .seconds(5))
-            return try Response.decode(FrameIO.readFrame(from: fd, maxLength: Wire.maxResponseFrame, deadline: .now + .seconds(5)))
+            return try Response.decode(
+                FrameIO.readFrame(from: fd, maxLength: Wire.maxResponseFrame, deadline: .now + .seconds(5)))
         }
 
         XCTAssertEqual(try ask(.add(["class": .string("genp"), "acct": .string("x")])).status, errSecAuthFailed)
@@ -129,22 +139,28 @@ final class PeerTests: AgentTestCase {
 
         let unlocked = try run(asNobody + ["status"])
         XCTAssertTrue(unlocked.out.contains("login sessions: 1"), unlocked.out)
-        XCTAssertTrue(unlocked.out.range(of: #"WhenUnlocked\s+ak\s+unlocked"#, options: .regularExpression) != nil, unlocked.out)
+        XCTAssertTrue(
+            unlocked.out.range(of: #"WhenUnlocked\s+ak\s+unlocked"#, options: .regularExpression) != nil, unlocked.out)
 
         // The last session closing locks every password class.
         XCTAssertEqual(try ask(.sessionClose(token: token)).status, 0)
         let locked = try run(asNobody + ["status"])
-        XCTAssertTrue(locked.out.range(of: #"AfterFirstUnlock\s+ck\s+locked"#, options: .regularExpression) != nil, locked.out)
+        XCTAssertTrue(
+            locked.out.range(of: #"AfterFirstUnlock\s+ck\s+locked"#, options: .regularExpression) != nil, locked.out)
 
         // An agent started after the login (restarted, then unlocked again) knows no session: the close
         // of one it never saw open still locks, rather than leave the keychain open after the logout.
         XCTAssertEqual(try ask(.keyHandoff(masterKey: master, deviceFactor: factor)).status, 0)
         let reopened = try run(asNobody + ["status"])
         XCTAssertFalse(reopened.out.contains("login sessions"), reopened.out)
-        XCTAssertTrue(reopened.out.range(of: #"AfterFirstUnlock\s+ck\s+unlocked"#, options: .regularExpression) != nil, reopened.out)
+        XCTAssertTrue(
+            reopened.out.range(of: #"AfterFirstUnlock\s+ck\s+unlocked"#, options: .regularExpression) != nil,
+            reopened.out)
         XCTAssertEqual(try ask(.sessionClose(token: [UInt8](repeating: 9, count: 16))).status, 0)
         let relocked = try run(asNobody + ["status"])
-        XCTAssertTrue(relocked.out.range(of: #"AfterFirstUnlock\s+ck\s+locked"#, options: .regularExpression) != nil, relocked.out)
+        XCTAssertTrue(
+            relocked.out.range(of: #"AfterFirstUnlock\s+ck\s+locked"#, options: .regularExpression) != nil, relocked.out
+        )
     }
 
     /// Runs a command through PATH; returns exit status, stdout and stderr.

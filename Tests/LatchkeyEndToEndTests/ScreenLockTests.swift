@@ -1,8 +1,9 @@
 import Foundation
-import XCTest
-@testable import Latchkey
 import LatchkeyDBus
 import LatchkeyTestSupport
+import XCTest
+
+@testable import Latchkey
 
 /// The agent drops the WhenUnlocked keys when the screen locks (a real dbus-daemon, a real screen-saver
 /// name owner), ignores spoofed signals, and never takes an "unlocked" signal as authentication.
@@ -28,21 +29,28 @@ final class ScreenLockTests: AgentTestCase {
     }
 
     private func add(_ account: String, _ accessible: CFString) {
-        let status = SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "screen", kSecAttrAccount: account,
-                                 kSecAttrAccessible: accessible, kSecValueData: Data("s-\(account)".utf8)] as NSDictionary, nil)
+        let status = SecItemAdd(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: "screen", kSecAttrAccount: account,
+                kSecAttrAccessible: accessible, kSecValueData: Data("s-\(account)".utf8),
+            ] as NSDictionary, nil)
         XCTAssertEqual(status, errSecSuccess, account)
     }
 
     private func read(_ account: String) -> OSStatus {
         var result: CFTypeRef?
-        return SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "screen", kSecAttrAccount: account,
-                                    kSecReturnData: true] as NSDictionary, &result)
+        return SecItemCopyMatching(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: "screen", kSecAttrAccount: account,
+                kSecReturnData: true,
+            ] as NSDictionary, &result)
     }
 
     private func emitActiveChanged(_ connection: BusConnection, _ active: Bool) throws {
         try connection.sync { bus in
-            try bus.emitSignal(path: "/org/freedesktop/ScreenSaver", interface: "org.freedesktop.ScreenSaver",
-                               member: "ActiveChanged", [.boolean(active)])
+            try bus.emitSignal(
+                path: "/org/freedesktop/ScreenSaver", interface: "org.freedesktop.ScreenSaver",
+                member: "ActiveChanged", [.boolean(active)])
         }
     }
 
@@ -50,17 +58,22 @@ final class ScreenLockTests: AgentTestCase {
     /// agent's connections to the bus from `connection`, and the bus delivers one sender's messages in
     /// order, so the agent's watcher has run its handler (and the lock policy its rules) for those signals
     /// by the time the replies are back. No fixed wait.
-    private func waitUntilAgentHandled(_ connection: BusConnection, file: StaticString = #filePath,
-                                       line: UInt = #line) throws {
+    private func waitUntilAgentHandled(
+        _ connection: BusConnection, file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         let pid = try XCTUnwrap(agentPID(), file: file, line: line)
         let pinged = try connection.sync { bus -> Int in
             let daemon = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
-            let names = try bus.call(destination: daemon.0, path: daemon.1, interface: daemon.2, member: "ListNames")
+            let names =
+                try bus.call(destination: daemon.0, path: daemon.1, interface: daemon.2, member: "ListNames")
                 .arguments().first?.elements?.compactMap(\.string) ?? []
             var pinged = 0
             for name in names where name.hasPrefix(":") {
-                let owner = try? bus.call(destination: daemon.0, path: daemon.1, interface: daemon.2,
-                                          member: "GetConnectionUnixProcessID", [.string(name)]).arguments().first?.uint32
+                let owner = try? bus.call(
+                    destination: daemon.0, path: daemon.1, interface: daemon.2,
+                    member: "GetConnectionUnixProcessID", [.string(name)]
+                ).arguments().first?.uint32
                 guard owner == UInt32(pid) else { continue }
                 // sd-bus answers org.freedesktop.DBus.Peer.Ping on every connection, in its loop.
                 _ = try bus.call(destination: name, path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping")
@@ -86,8 +99,9 @@ final class ScreenLockTests: AgentTestCase {
         XCTAssertTrue(try screenSaver.sync { try $0.requestName("org.freedesktop.ScreenSaver") })
         // The agent believes the new owner from here on (it logs the change when it handles it).
         try waitUntilAgentHandled(screenSaver)
-        XCTAssertTrue(agentLog().contains("screen saver org.freedesktop.ScreenSaver is now \(screenSaver.uniqueName)"),
-                      agentLog())
+        XCTAssertTrue(
+            agentLog().contains("screen saver org.freedesktop.ScreenSaver is now \(screenSaver.uniqueName)"),
+            agentLog())
         let kept = "screen unlocked within the grace period (org.freedesktop.ScreenSaver); keys kept"
 
         // A signal from a client that does not own the name changes nothing. Had the agent believed it,
@@ -105,12 +119,14 @@ final class ScreenLockTests: AgentTestCase {
         // The real screen saver locks: WhenUnlocked items become unreadable after the grace period,
         // AfterFirstUnlock items stay readable.
         try emitActiveChanged(screenSaver, true)
-        XCTAssertTrue(Poll.until(within: 5) { read("ak") == errSecInteractionNotAllowed },
-                      "WhenUnlocked locked within the grace period")
+        XCTAssertTrue(
+            Poll.until(within: 5) { read("ak") == errSecInteractionNotAllowed },
+            "WhenUnlocked locked within the grace period")
         XCTAssertEqual(read("aku"), errSecInteractionNotAllowed)
         XCTAssertEqual(read("ck"), errSecSuccess)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "nothing"] as NSDictionary),
-                       errSecItemNotFound, "delete still works while locked")
+        XCTAssertEqual(
+            SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "nothing"] as NSDictionary),
+            errSecItemNotFound, "delete still works while locked")
 
         // "Unlocked" from the owner is not authentication: the keys stay dropped. Once the agent has
         // handled it the keys could only come back with the password, which it no longer has, so there
@@ -153,8 +169,10 @@ final class IdleLockTests: AgentTestCase {
 
     func testIdleKeychainLocksWhenUnlockedClasses() throws {
         try createKeychain()
-        let item: NSDictionary = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "idle",
-                                  kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked, kSecValueData: Data("x".utf8)]
+        let item: NSDictionary = [
+            kSecClass: kSecClassGenericPassword, kSecAttrAccount: "idle",
+            kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked, kSecValueData: Data("x".utf8),
+        ]
         XCTAssertEqual(SecItemAdd(item, nil), errSecSuccess)
         let query: NSDictionary = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "idle", kSecReturnData: true]
         var result: CFTypeRef?
@@ -166,9 +184,10 @@ final class IdleLockTests: AgentTestCase {
             usleep(100_000)
         }
         // Then silence: locked soon after the limit, without any request in between (status is not use).
-        XCTAssertTrue(try Poll.until(within: 5) {
-            try KeychainControl.status().classes.first { $0.pdmn == "ak" }?.unlocked == false
-        }, "WhenUnlocked locked after the idle limit")
+        XCTAssertTrue(
+            try Poll.until(within: 5) {
+                try KeychainControl.status().classes.first { $0.pdmn == "ak" }?.unlocked == false
+            }, "WhenUnlocked locked after the idle limit")
         XCTAssertEqual(SecItemCopyMatching(query, &result), errSecInteractionNotAllowed)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 import Latchkey
+import XCTest
 
 /// The Swift snippets from the seeds, compiled against `import Latchkey` instead of `import Security`,
 /// run against the real agent.
@@ -39,8 +39,9 @@ final class SeedSnippetTests: AgentTestCase {
         }
         XCTAssertEqual(status, noErr)
         guard let existingItem = queryResult as? [String: AnyObject],
-              let passwordData = existingItem[kSecValueData as String] as? Data,
-              let readBack = String(data: passwordData, encoding: String.Encoding.utf8) else {
+            let passwordData = existingItem[kSecValueData as String] as? Data,
+            let readBack = String(data: passwordData, encoding: String.Encoding.utf8)
+        else {
             return XCTFail("unexpected result \(String(describing: queryResult))")
         }
         XCTAssertEqual(readBack, password)
@@ -56,30 +57,34 @@ final class SeedSnippetTests: AgentTestCase {
         status = SecItemDelete(updateQuery as CFDictionary)
         XCTAssertEqual(status, noErr)
         status = SecItemDelete(updateQuery as CFDictionary)
-        XCTAssertThrowsError(try {
-            guard status != errSecItemNotFound else { throw PwdKeychainError.notFound }
-            guard status == noErr else { throw PwdKeychainError.unhandledError(status: status) }
-        }())
+        XCTAssertThrowsError(
+            try {
+                guard status != errSecItemNotFound else { throw PwdKeychainError.notFound }
+                guard status == noErr else { throw PwdKeychainError.unhandledError(status: status) }
+            }())
     }
 
     /// seeds/003, "Queries and Uniqueness Constraints": the fatal error IS reachable.
     func testPitfallsUniquenessExample() throws {
         try createKeychain()
-        XCTAssertEqual(SecItemAdd([
-            kSecClass: kSecClassGenericPassword,
-            kSecAttrService: "AYS",
-            kSecAttrAccount: "mrgumby",
-            kSecAttrGeneric: Data("OtherHints".utf8),
-            kSecValueData: Data("x".utf8),
-        ] as NSDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword,
+                    kSecAttrService: "AYS",
+                    kSecAttrAccount: "mrgumby",
+                    kSecAttrGeneric: Data("OtherHints".utf8),
+                    kSecValueData: Data("x".utf8),
+                ] as NSDictionary, nil), errSecSuccess)
 
         var copyResult: CFTypeRef? = nil
-        let query = [
-            kSecClass: kSecClassGenericPassword,
-            kSecAttrService: "AYS",
-            kSecAttrAccount: "mrgumby",
-            kSecAttrGeneric: Data("SecItemHints".utf8),
-        ] as NSMutableDictionary
+        let query =
+            [
+                kSecClass: kSecClassGenericPassword,
+                kSecAttrService: "AYS",
+                kSecAttrAccount: "mrgumby",
+                kSecAttrGeneric: Data("SecItemHints".utf8),
+            ] as NSMutableDictionary
         let err = SecItemCopyMatching(query, &copyResult)
         XCTAssertEqual(err, errSecItemNotFound)
         var reachedFatalError = false
@@ -94,18 +99,21 @@ final class SeedSnippetTests: AgentTestCase {
     /// seeds/003, "Erroneous Attributes": kSecAttrApplicationTag is not a generic-password attribute.
     func testErroneousAttribute() throws {
         try createKeychain()
-        XCTAssertEqual(SecItemAdd([
-            kSecClass: kSecClassGenericPassword,
-            kSecAttrApplicationTag: Data("alice".utf8),
-            kSecValueData: Data("x".utf8),
-        ] as NSDictionary, nil), errSecNoSuchAttr)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword,
+                    kSecAttrApplicationTag: Data("alice".utf8),
+                    kSecValueData: Data("x".utf8),
+                ] as NSDictionary, nil), errSecNoSuchAttr)
     }
 
     /// seeds/003, "Less Painful Dictionaries" and "Avoid Reusing Dictionaries".
     func testLessPainfulDictionariesAndMakeDict() throws {
         try createKeychain()
         func makeDict() -> NSMutableDictionary {
-            [kSecClass: kSecClassGenericPassword, kSecAttrService: "AYS", kSecAttrAccount: "mrgumby"] as NSMutableDictionary
+            [kSecClass: kSecClassGenericPassword, kSecAttrService: "AYS", kSecAttrAccount: "mrgumby"]
+                as NSMutableDictionary
         }
         var copyResult: CFTypeRef? = nil
         let query = makeDict()
@@ -121,8 +129,11 @@ final class SeedSnippetTests: AgentTestCase {
         XCTAssertEqual(SecItemCopyMatching(query, &copyResult), errSecSuccess)
         XCTAssertEqual(copyResult as? Data, Data("opendoor".utf8))
 
-        let ten = [kSecClass: kSecClassGenericPassword, kSecAttrService: "AYS", kSecMatchLimit: 10,
-                   kSecReturnAttributes: true] as NSDictionary
+        let ten =
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: "AYS", kSecMatchLimit: 10,
+                kSecReturnAttributes: true,
+            ] as NSDictionary
         XCTAssertEqual(SecItemCopyMatching(ten, &copyResult), errSecSuccess)
         XCTAssertEqual((copyResult as? [[String: Any]])?.count, 1, "a numeric limit other than 1 gives an array")
     }
@@ -131,23 +142,32 @@ final class SeedSnippetTests: AgentTestCase {
     func testDumpGenericPasswords() throws {
         try createKeychain()
         for account in ["a", "b"] {
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "AYS",
-                                       kSecAttrAccount: account] as NSDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrService: "AYS",
+                        kSecAttrAccount: account,
+                    ] as NSDictionary, nil), errSecSuccess)
         }
         var printed: [[String: Any]] = []
         func dumpGenericPasswords() throws {
-            let itemDicts = try secCall { SecItemCopyMatching([
-                kSecClass: kSecClassGenericPassword,
-                kSecMatchLimit: kSecMatchLimitAll,
-                kSecReturnAttributes: true,
-            ] as NSDictionary, $0) } as! [[String: Any]]
+            let itemDicts =
+                try secCall {
+                    SecItemCopyMatching(
+                        [
+                            kSecClass: kSecClassGenericPassword,
+                            kSecMatchLimit: kSecMatchLimitAll,
+                            kSecReturnAttributes: true,
+                        ] as NSDictionary, $0)
+                } as! [[String: Any]]
             print(itemDicts)
             printed = itemDicts
         }
         try dumpGenericPasswords()
         XCTAssertEqual(printed.compactMap { $0[kSecAttrAccount as String] as? String }.sorted(), ["a", "b"])
         XCTAssertTrue(printed.allSatisfy { $0[kSecAttrModificationDate as String] is Date })
-        XCTAssertEqual(SecCopyErrorMessageString(errSecItemNotFound, nil) as String?,
-                       "The specified item could not be found in the keychain.")
+        XCTAssertEqual(
+            SecCopyErrorMessageString(errSecItemNotFound, nil) as String?,
+            "The specified item could not be found in the keychain.")
     }
 }

@@ -1,29 +1,40 @@
 import Foundation
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyModel
+import XCTest
+
+@testable import LatchkeyEngine
 
 /// The access policy seam: today's group rules, the default group of new items, and that every SecItem
 /// request is put to the policy before it touches the store.
 final class AccessPolicyTests: XCTestCase {
-    private let restricted = Caller(uid: getuid(), pid: getpid(), accessGroups: ["mine", "ours"], mayUseAnyGroup: false)
+    private let restricted = Caller(
+        uid: getuid(), pid: getpid(), accessGroups: ["mine", "ours"], mayUseAnyGroup: false)
 
     // MARK: - AccessGroupPolicy
 
     func testGroupPolicyAllowsTheCallersGroupsOnly() {
         let policy = AccessGroupPolicy()
         for kind in AccessKind.allCases {
-            XCTAssertEqual(policy.decide(AccessRequest(kind, caller: restricted, itemClass: .genericPassword,
-                                                       accessGroups: ["mine", "ours"])), .allow, "\(kind)")
-            XCTAssertEqual(policy.decide(AccessRequest(kind, caller: restricted, itemClass: .genericPassword)), .allow,
-                           "\(kind): a request that names no group")
-            guard case .deny(let error) = policy.decide(AccessRequest(kind, caller: restricted, itemClass: .key,
-                                                                      accessGroups: ["mine", "theirs"])) else {
+            XCTAssertEqual(
+                policy.decide(
+                    AccessRequest(
+                        kind, caller: restricted, itemClass: .genericPassword,
+                        accessGroups: ["mine", "ours"])), .allow, "\(kind)")
+            XCTAssertEqual(
+                policy.decide(AccessRequest(kind, caller: restricted, itemClass: .genericPassword)), .allow,
+                "\(kind): a request that names no group")
+            guard
+                case .deny(let error) = policy.decide(
+                    AccessRequest(
+                        kind, caller: restricted, itemClass: .key,
+                        accessGroups: ["mine", "theirs"]))
+            else {
                 return XCTFail("\(kind): a group of someone else's is allowed")
             }
             XCTAssertEqual(error.status, SecStatus.missingEntitlement)
-            XCTAssertEqual(policy.decide(AccessRequest(kind, caller: testCaller, itemClass: .key, accessGroups: ["theirs"])),
-                           .allow, "\(kind): a caller that may use every group")
+            XCTAssertEqual(
+                policy.decide(AccessRequest(kind, caller: testCaller, itemClass: .key, accessGroups: ["theirs"])),
+                .allow, "\(kind): a caller that may use every group")
         }
     }
 
@@ -35,12 +46,15 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertEqual(policy.defaultAccessGroup(for: noGroups), Caller.defaultAccessGroup)
         // The gate gives an add that names no group the default one, and the policy decides on that.
         let gate = RequestGate(policy: policy)
-        XCTAssertEqual(try gate.admit(AccessRequest(.add, caller: restricted, itemClass: .genericPassword)).accessGroups,
-                       ["mine"])
-        XCTAssertEqual(try gate.admit(AccessRequest(.readData, caller: restricted, itemClass: .genericPassword)).accessGroups,
-                       [], "only adds get a group")
-        XCTAssertEqual(status { _ = try gate.admit(AccessRequest(.add, caller: noGroups, itemClass: .genericPassword)) },
-                       SecStatus.missingEntitlement, "the default group is checked too")
+        XCTAssertEqual(
+            try gate.admit(AccessRequest(.add, caller: restricted, itemClass: .genericPassword)).accessGroups,
+            ["mine"])
+        XCTAssertEqual(
+            try gate.admit(AccessRequest(.readData, caller: restricted, itemClass: .genericPassword)).accessGroups,
+            [], "only adds get a group")
+        XCTAssertEqual(
+            status { _ = try gate.admit(AccessRequest(.add, caller: noGroups, itemClass: .genericPassword)) },
+            SecStatus.missingEntitlement, "the default group is checked too")
     }
 
     // MARK: - The engine under the group policy
@@ -49,24 +63,38 @@ final class AccessPolicyTests: XCTestCase {
         let (kc, _) = try makeKeychain()
         _ = try kc.add(genp("s", "theirs", ["agrp": .string("theirs"), "v_Data": bytes("theirs")]))
         XCTAssertNil(try kc.add(genp("s", "a", ["v_Data": bytes("mine")]), caller: restricted))
-        XCTAssertEqual(try kc.copy(genp("s", "a", ["agrp": .string("mine"), "r_Data": .bool(true)])), bytes("mine"),
-                       "an add naming no group goes to the caller's first")
-        XCTAssertEqual(status { _ = try kc.add(genp("s", "b", ["agrp": .string("theirs")]), caller: restricted) },
-                       SecStatus.missingEntitlement)
+        XCTAssertEqual(
+            try kc.copy(genp("s", "a", ["agrp": .string("mine"), "r_Data": .bool(true)])), bytes("mine"),
+            "an add naming no group goes to the caller's first")
+        XCTAssertEqual(
+            status { _ = try kc.add(genp("s", "b", ["agrp": .string("theirs")]), caller: restricted) },
+            SecStatus.missingEntitlement)
         XCTAssertEqual(status { _ = try kc.copy(genp("s", "b")) }, SecStatus.itemNotFound, "nothing was added")
         XCTAssertEqual(status { _ = try kc.add(genp("s", "c", ["agrp": .string("ours")]), caller: restricted) }, 0)
 
-        for (what, query) in [("read", genp("s", "theirs", ["agrp": .string("theirs"), "r_Data": .bool(true)])),
-                              ("attributes", genp("s", "theirs", ["agrp": .string("theirs")]))] {
-            XCTAssertEqual(status { _ = try kc.copyMatching(query, caller: restricted) }, SecStatus.missingEntitlement, what)
+        for (what, query) in [
+            ("read", genp("s", "theirs", ["agrp": .string("theirs"), "r_Data": .bool(true)])),
+            ("attributes", genp("s", "theirs", ["agrp": .string("theirs")])),
+        ] {
+            XCTAssertEqual(
+                status { _ = try kc.copyMatching(query, caller: restricted) }, SecStatus.missingEntitlement, what)
         }
-        XCTAssertEqual(status { try kc.update(genp("s", "theirs", ["agrp": .string("theirs")]), ["labl": .string("x")],
-                                              caller: restricted) }, SecStatus.missingEntitlement)
-        XCTAssertEqual(status { try kc.update(genp("s", "a", ["agrp": .string("mine")]), ["agrp": .string("theirs")],
-                                              caller: restricted) }, SecStatus.missingEntitlement,
-                       "moving an item to someone else's group")
-        XCTAssertEqual(status { try kc.delete(genp("s", "theirs", ["agrp": .string("theirs")]), caller: restricted) },
-                       SecStatus.missingEntitlement)
+        XCTAssertEqual(
+            status {
+                try kc.update(
+                    genp("s", "theirs", ["agrp": .string("theirs")]), ["labl": .string("x")],
+                    caller: restricted)
+            }, SecStatus.missingEntitlement)
+        XCTAssertEqual(
+            status {
+                try kc.update(
+                    genp("s", "a", ["agrp": .string("mine")]), ["agrp": .string("theirs")],
+                    caller: restricted)
+            }, SecStatus.missingEntitlement,
+            "moving an item to someone else's group")
+        XCTAssertEqual(
+            status { try kc.delete(genp("s", "theirs", ["agrp": .string("theirs")]), caller: restricted) },
+            SecStatus.missingEntitlement)
         XCTAssertEqual(try kc.copy(genp("s", "theirs", ["r_Data": .bool(true)])), bytes("theirs"), "left alone")
         XCTAssertEqual(try kc.copy(genp("s", "a", ["agrp": .string("mine"), "r_Data": .bool(true)])), bytes("mine"))
 
@@ -76,8 +104,11 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertEqual(status { _ = try kc.generateKey(parameters, caller: restricted) }, SecStatus.missingEntitlement)
         XCTAssertEqual(status { _ = try kc.copy(["class": .string("keys")]) }, SecStatus.itemNotFound)
         _ = try kc.generateKey(Self.ecKeyParameters(), caller: restricted)
-        XCTAssertNotNil(try kc.copy(["class": .string("keys"), "agrp": .string("mine"), "kcls": .int(1),
-                                        "r_PersistentRef": .bool(true)]), "the private key went to the caller's group")
+        XCTAssertNotNil(
+            try kc.copy([
+                "class": .string("keys"), "agrp": .string("mine"), "kcls": .int(1),
+                "r_PersistentRef": .bool(true),
+            ]), "the private key went to the caller's group")
     }
 
     // MARK: - Every request goes through the policy
@@ -87,16 +118,20 @@ final class AccessPolicyTests: XCTestCase {
         let (kc, _) = try makeKeychain(policy: policy)
         _ = try kc.add(genp("s", "a", ["v_Data": bytes("1")]))
         XCTAssertEqual(policy.take().map(\.kind), [.add])
-        XCTAssertEqual(try kc.copy(genp("s", "a", ["agrp": .string("recorded"), "r_Data": .bool(true)])), bytes("1"),
-                       "new items go to the policy's default group")
+        XCTAssertEqual(
+            try kc.copy(genp("s", "a", ["agrp": .string("recorded"), "r_Data": .bool(true)])), bytes("1"),
+            "new items go to the policy's default group")
         XCTAssertEqual(policy.take().map(\.accessGroups), [["recorded"]], "the group a query names reaches the policy")
         _ = try kc.generateKey(Self.ecKeyParameters(), caller: testCaller)
         XCTAssertEqual(policy.take().map(\.kind), [.add, .add], "one admission per half stored")
-        let keyRef = try XCTUnwrap(kc.copy(["class": .string("keys"), "kcls": .int(1), "r_PersistentRef": .bool(true)])?.dataValue)
+        let keyRef = try XCTUnwrap(
+            kc.copy(["class": .string("keys"), "kcls": .int(1), "r_PersistentRef": .bool(true)])?.dataValue)
         _ = policy.take()
-        let sign: SecDictionary = [KeyOperation.Field.key: .data(keyRef), KeyOperation.Field.operation: .string("sign"),
-                                   KeyOperation.Field.algorithm: .string("algid:sign:ECDSA:message-X962:SHA256"),
-                                   KeyOperation.Field.input: bytes("hello")]
+        let sign: SecDictionary = [
+            KeyOperation.Field.key: .data(keyRef), KeyOperation.Field.operation: .string("sign"),
+            KeyOperation.Field.algorithm: .string("algid:sign:ECDSA:message-X962:SHA256"),
+            KeyOperation.Field.input: bytes("hello"),
+        ]
         XCTAssertNotNil(try kc.keyOperation(sign, caller: testCaller))
         XCTAssertEqual(policy.take().map(\.kind), [.useKey])
 
@@ -121,8 +156,12 @@ final class AccessPolicyTests: XCTestCase {
         policy.deny = nil
         XCTAssertEqual(try kc.copy(genp("s", "a", ["r_Data": .bool(true)])), bytes("1"), "nothing changed")
         XCTAssertEqual(status { _ = try kc.copy(genp("s", "b")) }, SecStatus.itemNotFound, "nothing added")
-        guard case .array(let keys)? = try kc.copy(["class": .string("keys"), "m_Limit": .string("m_LimitAll"),
-                                                    "r_Attributes": .bool(true)]) else { return XCTFail("no keys") }
+        guard
+            case .array(let keys)? = try kc.copy([
+                "class": .string("keys"), "m_Limit": .string("m_LimitAll"),
+                "r_Attributes": .bool(true),
+            ])
+        else { return XCTFail("no keys") }
         XCTAssertEqual(keys.count, 2, "one key pair, no second")
     }
 

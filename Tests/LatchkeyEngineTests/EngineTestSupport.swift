@@ -1,9 +1,10 @@
 import Foundation
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
+import XCTest
+
+@testable import LatchkeyEngine
 
 /// Cheap Argon2id parameters so that tests create keychains in milliseconds (allowWeak only).
 let testParameters = Argon2Parameters(timeCost: 1, memoryKiB: 8192, parallelism: 1)
@@ -12,8 +13,10 @@ let testCaller = Caller(uid: getuid(), pid: getpid())
 func secret(_ text: String) -> SecretBytes { SecretBytes(copying: Array(text.utf8)) }
 
 /// A fresh keychain in a temporary directory, created with password "pw" and unlocked.
-func makeKeychain(policy: any AccessPolicy = AccessGroupPolicy(), file: StaticString = #filePath,
-                  line: UInt = #line) throws -> (Keychain, String) {
+func makeKeychain(
+    policy: any AccessPolicy = AccessGroupPolicy(), file: StaticString = #filePath,
+    line: UInt = #line
+) throws -> (Keychain, String) {
     let directory = NSTemporaryDirectory() + "latchkey-engine-\(UUID().uuidString)"
     let keychain = Keychain(location: KeychainLocation(directory: directory), policy: policy)
     try keychain.create(password: secret("pw"), parameters: testParameters, allowWeakParameters: true)

@@ -1,9 +1,10 @@
 import Foundation
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyKeybag
 import LatchkeyModel
 import LatchkeySecrets
+import XCTest
+
+@testable import LatchkeyEngine
 
 /// The PAM hand-off: a master key and device factor instead of a password (docs/PROTOCOL.md "Hand-off",
 /// docs/KEYBAG.md "Device binding").
@@ -68,10 +69,14 @@ final class HandoffTests: XCTestCase {
         _ = try keychain.add(item("a", "ak"))
         keychain.lock(all: true)
         let before = try Data(contentsOf: URL(fileURLWithPath: directory + "/keybag"))
-        XCTAssertEqual(status { try keychain.handOff(masterKey: try masterKey(directory, "wrong"), deviceFactor: try factor(directory)) },
-                       SecStatus.authFailed)
+        XCTAssertEqual(
+            status {
+                try keychain.handOff(masterKey: try masterKey(directory, "wrong"), deviceFactor: try factor(directory))
+            },
+            SecStatus.authFailed)
         XCTAssertEqual(read(keychain, "a"), SecStatus.interactionNotAllowed)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: directory + "/keybag")), before, "not bound by a wrong key")
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: directory + "/keybag")), before, "not bound by a wrong key")
     }
 
     func testFactorFromAnotherMachineOpensNoDeviceClass() throws {
@@ -98,8 +103,9 @@ final class HandoffTests: XCTestCase {
         try keychain.handOff(masterKey: try masterKey(directory), deviceFactor: df)
 
         let restarted = Keychain(location: KeychainLocation(directory: directory))
-        XCTAssertEqual(status { try restarted.changePassword(old: secret("pw"), new: secret("new")) },
-                       SecStatus.interactionNotAllowed)
+        XCTAssertEqual(
+            status { try restarted.changePassword(old: secret("pw"), new: secret("new")) },
+            SecStatus.interactionNotAllowed)
         try restarted.handOff(masterKey: try masterKey(directory), deviceFactor: df)
         try restarted.changePassword(old: secret("pw"), new: secret("new"))
         XCTAssertEqual(status { try restarted.unlock(password: secret("pw")) }, SecStatus.authFailed)
@@ -112,7 +118,8 @@ final class HandoffTests: XCTestCase {
         keychain.lock(all: true)
         // pam_latchkey (chauthtok) rewrites the keybag file while the agent runs.
         let bag = try keybag(directory)
-        let changed = try bag.changingPassword(masterKey: try bag.deriveMasterKey(password: secret("pw")), newPassword: secret("new"))
+        let changed = try bag.changingPassword(
+            masterKey: try bag.deriveMasterKey(password: secret("pw")), newPassword: secret("new"))
         try changed.write(to: directory + "/keybag")
 
         XCTAssertEqual(status { try keychain.unlock(password: secret("pw")) }, SecStatus.authFailed)
@@ -123,8 +130,9 @@ final class HandoffTests: XCTestCase {
     func testOutOfStepMarkerIsReportedAndClearedByPasswordChange() throws {
         let (keychain, directory) = try makeKeychain()
         XCTAssertNil(keychain.status().passwordOutOfStep)
-        try "the login password changed without the old one\n".write(toFile: directory + "/password-out-of-step",
-                                                                      atomically: true, encoding: .utf8)
+        try "the login password changed without the old one\n".write(
+            toFile: directory + "/password-out-of-step",
+            atomically: true, encoding: .utf8)
         XCTAssertEqual(keychain.status().passwordOutOfStep, "the login password changed without the old one")
         try keychain.changePassword(old: secret("pw"), new: secret("login"))
         XCTAssertNil(keychain.status().passwordOutOfStep)
@@ -134,7 +142,8 @@ final class HandoffTests: XCTestCase {
     func testHandoffWithoutKeychainIsNoDefaultKeychain() throws {
         let directory = NSTemporaryDirectory() + "latchkey-engine-\(UUID().uuidString)"
         let keychain = Keychain(location: KeychainLocation(directory: directory))
-        XCTAssertEqual(status { try keychain.handOff(masterKey: SecretBytes(count: 32), deviceFactor: nil) },
-                       SecStatus.noDefaultKeychain)
+        XCTAssertEqual(
+            status { try keychain.handOff(masterKey: SecretBytes(count: 32), deviceFactor: nil) },
+            SecStatus.noDefaultKeychain)
     }
 }

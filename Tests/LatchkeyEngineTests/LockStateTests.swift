@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyModel
+import XCTest
+
+@testable import LatchkeyEngine
 
 /// The locked-state table: what each operation does on each class after `lock` and `lock --all`.
 final class LockStateTests: XCTestCase {
@@ -24,8 +25,11 @@ final class LockStateTests: XCTestCase {
         for cls in allClasses {
             let expected = cls.isWhenUnlockedFamily ? SecStatus.interactionNotAllowed : 0
             XCTAssertEqual(readable(kc, cls), expected, "copy \(cls.pdmn)")
-            XCTAssertEqual(status { _ = try kc.add(genp("new", cls.pdmn, ["pdmn": .string(cls.pdmn)])) }, expected, "add \(cls.pdmn)")
-            XCTAssertEqual(status { try kc.update(genp("svc", cls.pdmn), ["labl": .string("x")]) }, expected, "update \(cls.pdmn)")
+            XCTAssertEqual(
+                status { _ = try kc.add(genp("new", cls.pdmn, ["pdmn": .string(cls.pdmn)])) }, expected,
+                "add \(cls.pdmn)")
+            XCTAssertEqual(
+                status { try kc.update(genp("svc", cls.pdmn), ["labl": .string("x")]) }, expected, "update \(cls.pdmn)")
         }
         let state = kc.status().available
         for cls in allClasses { XCTAssertEqual(state[cls], !cls.isWhenUnlockedFamily, cls.pdmn) }
@@ -33,8 +37,9 @@ final class LockStateTests: XCTestCase {
         XCTAssertEqual(status { try kc.delete(genp("svc", "ak")) }, 0)
         XCTAssertEqual(status { try kc.delete(genp("svc", "ak")) }, SecStatus.itemNotFound)
         // A query that reaches a locked item fails; nothing is returned or deleted because of it.
-        XCTAssertEqual(status { _ = try kc.copy(["class": .string("genp"), "m_Limit": .string("m_LimitAll")]) },
-                       SecStatus.interactionNotAllowed)
+        XCTAssertEqual(
+            status { _ = try kc.copy(["class": .string("genp"), "m_Limit": .string("m_LimitAll")]) },
+            SecStatus.interactionNotAllowed)
         // Unlock brings them back.
         try kc.unlock(password: secret("pw"))
         XCTAssertEqual(readable(kc, .whenUnlockedThisDeviceOnly), 0)
@@ -46,7 +51,8 @@ final class LockStateTests: XCTestCase {
         try populate(kc)
         kc.lock(all: true)
         for cls in allClasses {
-            XCTAssertEqual(readable(kc, cls), cls.requiresPassword ? SecStatus.interactionNotAllowed : 0, "copy \(cls.pdmn)")
+            XCTAssertEqual(
+                readable(kc, cls), cls.requiresPassword ? SecStatus.interactionNotAllowed : 0, "copy \(cls.pdmn)")
         }
         // Always items can still be added and read; their lookups fall back to scanning the class.
         XCTAssertEqual(try kc.copy(genp("svc", "dk", ["r_Data": .bool(true)])), bytes("secret-dk"))
@@ -64,10 +70,12 @@ final class LockStateTests: XCTestCase {
         try populate(kc)
         let restarted = Keychain(location: KeychainLocation(directory: directory))
         for cls in allClasses {
-            XCTAssertEqual(readable(restarted, cls), cls.requiresPassword ? SecStatus.interactionNotAllowed : 0, cls.pdmn)
+            XCTAssertEqual(
+                readable(restarted, cls), cls.requiresPassword ? SecStatus.interactionNotAllowed : 0, cls.pdmn)
         }
         XCTAssertEqual(status { try restarted.unlock(password: secret("wrong")) }, SecStatus.authFailed)
-        XCTAssertEqual(readable(restarted, .whenUnlocked), SecStatus.interactionNotAllowed, "a wrong password unlocks nothing")
+        XCTAssertEqual(
+            readable(restarted, .whenUnlocked), SecStatus.interactionNotAllowed, "a wrong password unlocks nothing")
         try restarted.unlock(password: secret("pw"))
         for cls in allClasses { XCTAssertEqual(readable(restarted, cls), 0, cls.pdmn) }
     }
@@ -76,12 +84,14 @@ final class LockStateTests: XCTestCase {
         let (kc, directory) = try makeKeychain()
         try populate(kc)
         XCTAssertEqual(status { try kc.changePassword(old: secret("nope"), new: secret("new")) }, SecStatus.authFailed)
-        try kc.changePassword(old: secret("pw"), new: secret("new"), parameters: testParameters, allowWeakParameters: true)
+        try kc.changePassword(
+            old: secret("pw"), new: secret("new"), parameters: testParameters, allowWeakParameters: true)
         let reopened = Keychain(location: KeychainLocation(directory: directory))
         XCTAssertEqual(status { try reopened.unlock(password: secret("pw")) }, SecStatus.authFailed)
         try reopened.unlock(password: secret("new"))
         for cls in allClasses {
-            XCTAssertEqual(try reopened.copy(genp("svc", cls.pdmn, ["r_Data": .bool(true)])), bytes("secret-\(cls.pdmn)"))
+            XCTAssertEqual(
+                try reopened.copy(genp("svc", cls.pdmn, ["r_Data": .bool(true)])), bytes("secret-\(cls.pdmn)"))
         }
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
-import Synchronization
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
+import Synchronization
+import XCTest
+
+@testable import LatchkeyEngine
 
 /// The cache of imported private keys (PrivateKeyCache) is an optimisation only: every use still
 /// finds and checks the item, and a lock of the item's class drops the cached key with the class key.
@@ -14,10 +15,13 @@ final class PrivateKeyCacheTests: XCTestCase {
     /// Generates a P-256 key in `accessible`'s class and returns its persistent reference.
     private func generate(_ keychain: Keychain, accessible: String) throws -> [UInt8] {
         let value = try keychain.generateKey(
-            ["type": .int(KeyReference.typeEC), "bsiz": .int(256), "pdmn": .string(accessible),
-             "private": .dictionary(["perm": .int(1)])],
+            [
+                "type": .int(KeyReference.typeEC), "bsiz": .int(256), "pdmn": .string(accessible),
+                "private": .dictionary(["perm": .int(1)]),
+            ],
             caller: testCaller)
-        guard case .dictionary(let reference) = value, case .data(let ref)? = reference[SecKeys.valuePersistentRef] else {
+        guard case .dictionary(let reference) = value, case .data(let ref)? = reference[SecKeys.valuePersistentRef]
+        else {
             XCTFail("no persistent reference in \(value)")
             return []
         }
@@ -25,8 +29,10 @@ final class PrivateKeyCacheTests: XCTestCase {
     }
 
     private func signRequest(_ ref: [UInt8], _ message: String = "hello") -> SecDictionary {
-        [KeyOperation.Field.key: .data(ref), KeyOperation.Field.operation: .string("sign"),
-         KeyOperation.Field.algorithm: .string(sign), KeyOperation.Field.input: bytes(message)]
+        [
+            KeyOperation.Field.key: .data(ref), KeyOperation.Field.operation: .string("sign"),
+            KeyOperation.Field.algorithm: .string(sign), KeyOperation.Field.input: bytes(message),
+        ]
     }
 
     private func cached(_ keychain: Keychain) -> Int {
@@ -42,8 +48,11 @@ final class PrivateKeyCacheTests: XCTestCase {
         let second = try keychain.keyOperation(signRequest(ref), caller: testCaller)
         XCTAssertEqual(cached(keychain), 1)
         // ECDSA signatures are randomised; both must verify under the key's public half.
-        let export = try keychain.keyOperation([KeyOperation.Field.key: .data(ref),
-                                                KeyOperation.Field.operation: .string("export")], caller: testCaller)
+        let export = try keychain.keyOperation(
+            [
+                KeyOperation.Field.key: .data(ref),
+                KeyOperation.Field.operation: .string("export"),
+            ], caller: testCaller)
         guard case .data(let material) = export else { return XCTFail("export gave \(export)") }
         let privateKey = try AsymmetricKey(externalRepresentation: material, algorithm: .ec, isPrivate: true)
         let key = try AsymmetricKey(externalRepresentation: privateKey.publicKeyBytes, algorithm: .ec, isPrivate: false)
@@ -63,14 +72,16 @@ final class PrivateKeyCacheTests: XCTestCase {
 
         keychain.lock(all: false)
         XCTAssertEqual(cached(keychain), 1, "the WhenUnlocked key must go with its class key")
-        XCTAssertEqual(status { _ = try keychain.keyOperation(signRequest(whenUnlocked), caller: testCaller) },
-                       SecStatus.interactionNotAllowed)
+        XCTAssertEqual(
+            status { _ = try keychain.keyOperation(signRequest(whenUnlocked), caller: testCaller) },
+            SecStatus.interactionNotAllowed)
         XCTAssertEqual(status { _ = try keychain.keyOperation(signRequest(afterFirstUnlock), caller: testCaller) }, 0)
 
         keychain.lock(all: true)
         XCTAssertEqual(cached(keychain), 0)
-        XCTAssertEqual(status { _ = try keychain.keyOperation(signRequest(afterFirstUnlock), caller: testCaller) },
-                       SecStatus.interactionNotAllowed)
+        XCTAssertEqual(
+            status { _ = try keychain.keyOperation(signRequest(afterFirstUnlock), caller: testCaller) },
+            SecStatus.interactionNotAllowed)
 
         try keychain.unlock(password: secret("pw"))
         XCTAssertEqual(status { _ = try keychain.keyOperation(signRequest(whenUnlocked), caller: testCaller) }, 0)
@@ -84,8 +95,9 @@ final class PrivateKeyCacheTests: XCTestCase {
         XCTAssertEqual(cached(keychain), 1)
         try keychain.delete(["class": .string("keys"), SecKeys.valuePersistentRef: .data(ref)])
         XCTAssertEqual(cached(keychain), 0)
-        XCTAssertEqual(status { _ = try keychain.keyOperation(signRequest(ref), caller: testCaller) },
-                       SecStatus.itemNotFound)
+        XCTAssertEqual(
+            status { _ = try keychain.keyOperation(signRequest(ref), caller: testCaller) },
+            SecStatus.itemNotFound)
     }
 
     /// The cache is bounded: the least recently used key goes first.
@@ -111,17 +123,24 @@ final class PrivateKeyCacheTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "\(directory)/k.pem"])
-        try openssl(["req", "-x509", "-new", "-key", "\(directory)/k.pem", "-subj", "/CN=cache", "-days", "2",
-                     "-outform", "DER", "-out", "\(directory)/c.der"])
-        let key = try AsymmetricKey(pem: SecretBytes(copying: Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/k.pem")))))
+        try openssl([
+            "req", "-x509", "-new", "-key", "\(directory)/k.pem", "-subj", "/CN=cache", "-days", "2",
+            "-outform", "DER", "-out", "\(directory)/c.der",
+        ])
+        let key = try AsymmetricKey(
+            pem: SecretBytes(copying: Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/k.pem")))))
         let der = Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/c.der")))
         let (keychain, _) = try makeKeychain()
-        let keyReference = KeyReference(keyType: KeyReference.typeEC, keyClass: KeyReference.classPrivate, sizeInBits: 256,
-                                        publicKey: key.publicKeyBytes,
-                                        material: try key.externalRepresentation().withUnsafeBytes { Array($0) })
+        let keyReference = KeyReference(
+            keyType: KeyReference.typeEC, keyClass: KeyReference.classPrivate, sizeInBits: 256,
+            publicKey: key.publicKeyBytes,
+            material: try key.externalRepresentation().withUnsafeBytes { Array($0) })
         let identity = ItemReference.identity(certificate: CertificateReference(der: der), key: keyReference)
-        _ = try keychain.add(["class": .string(SecKeys.classIdentity), SecKeys.valueRef: identity.secValue, "pdmn": .string("ak")])
-        guard case .data(let ref)? = try keychain.copy(["class": .string("keys"), "r_PersistentRef": .bool(true)]) else {
+        _ = try keychain.add([
+            "class": .string(SecKeys.classIdentity), SecKeys.valueRef: identity.secValue, "pdmn": .string("ak"),
+        ])
+        guard case .data(let ref)? = try keychain.copy(["class": .string("keys"), "r_PersistentRef": .bool(true)])
+        else {
             return XCTFail("no key item")
         }
         _ = try keychain.keyOperation(signRequest(ref), caller: testCaller)
@@ -137,7 +156,8 @@ final class PrivateKeyCacheTests: XCTestCase {
         let ref = try generate(keychain, accessible: "ak")
         _ = try keychain.keyOperation(signRequest(ref), caller: testCaller)
         XCTAssertEqual(cached(keychain), 1)
-        try keychain.update(["class": .string("keys"), SecKeys.valuePersistentRef: .data(ref)], ["labl": .string("renamed")])
+        try keychain.update(
+            ["class": .string("keys"), SecKeys.valuePersistentRef: .data(ref)], ["labl": .string("renamed")])
         XCTAssertEqual(cached(keychain), 0)
         XCTAssertEqual(status { _ = try keychain.keyOperation(signRequest(ref), caller: testCaller) }, 0)
         XCTAssertEqual(cached(keychain), 1)
@@ -147,17 +167,22 @@ final class PrivateKeyCacheTests: XCTestCase {
     func testConcurrentSignaturesWithOneCachedKey() throws {
         let (keychain, _) = try makeKeychain()
         let value = try keychain.generateKey(
-            ["type": .int(KeyReference.typeRSA), "bsiz": .int(2048), "pdmn": .string("ak"),
-             "private": .dictionary(["perm": .int(1)])], caller: testCaller)
-        guard case .dictionary(let reference) = value, case .data(let ref)? = reference[SecKeys.valuePersistentRef] else {
+            [
+                "type": .int(KeyReference.typeRSA), "bsiz": .int(2048), "pdmn": .string("ak"),
+                "private": .dictionary(["perm": .int(1)]),
+            ], caller: testCaller)
+        guard case .dictionary(let reference) = value, case .data(let ref)? = reference[SecKeys.valuePersistentRef]
+        else {
             return XCTFail("no persistent reference")
         }
         guard case .data(let publicKey)? = reference["pubk"] else { return XCTFail("no public key in \(reference)") }
         let verifier = try AsymmetricKey(externalRepresentation: publicKey, algorithm: .rsa, isPrivate: false)
         let algorithm = "algid:sign:RSA:message-PKCS1v15:SHA256"
         let request = { @Sendable (message: [UInt8]) -> SecDictionary in
-            [KeyOperation.Field.key: .data(ref), KeyOperation.Field.operation: .string("sign"),
-             KeyOperation.Field.algorithm: .string(algorithm), KeyOperation.Field.input: .data(message)]
+            [
+                KeyOperation.Field.key: .data(ref), KeyOperation.Field.operation: .string("sign"),
+                KeyOperation.Field.algorithm: .string(algorithm), KeyOperation.Field.input: .data(message),
+            ]
         }
         _ = try keychain.keyOperation(request([0]), caller: testCaller)
         XCTAssertEqual(cached(keychain), 1)
@@ -166,7 +191,7 @@ final class PrivateKeyCacheTests: XCTestCase {
             for i in 0..<20 {
                 let message: [UInt8] = [UInt8(thread), UInt8(i)]
                 guard case .data(let signature)? = try? keychain.keyOperation(request(message), caller: testCaller),
-                      (try? verifier.verify(.rsaSignatureMessagePKCS1v15SHA256, message, signature: signature)) == true
+                    (try? verifier.verify(.rsaSignatureMessagePKCS1v15SHA256, message, signature: signature)) == true
                 else {
                     failures.add(1, ordering: .relaxed)
                     continue

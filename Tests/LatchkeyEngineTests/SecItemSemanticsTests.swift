@@ -1,6 +1,7 @@
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyModel
+import XCTest
+
+@testable import LatchkeyEngine
 
 /// Apple's SecItem semantics for password items (../shared/reference/secitem-semantics.md).
 final class SecItemSemanticsTests: XCTestCase {
@@ -19,25 +20,34 @@ final class SecItemSemanticsTests: XCTestCase {
         XCTAssertEqual(attrs["agrp"], .string(Caller.defaultAccessGroup))
         XCTAssertNil(attrs["v_Data"], "attributes alone carry no secret")
         XCTAssertNil(attrs["class"], "class only comes back when a ref is requested")
-        guard case .date(let cdat)? = attrs["cdat"], case .date(let mdat)? = attrs["mdat"] else { return XCTFail("dates") }
+        guard case .date(let cdat)? = attrs["cdat"], case .date(let mdat)? = attrs["mdat"] else {
+            return XCTFail("dates")
+        }
         XCTAssertEqual(cdat, mdat)
         XCTAssertEqual(cdat, Clock.now(), accuracy: 60)
         // Two return keys: a dictionary with v_Data and v_PersistentRef.
-        guard case .dictionary(let both)? = try kc.copy(genp("AYS", "mrgumby", ["r_Data": .bool(true), "r_PersistentRef": .bool(true)])) else {
+        guard
+            case .dictionary(let both)? = try kc.copy(
+                genp("AYS", "mrgumby", ["r_Data": .bool(true), "r_PersistentRef": .bool(true)]))
+        else {
             return XCTFail("expected a dictionary")
         }
         XCTAssertEqual(both["v_Data"], bytes("opendoor"))
         XCTAssertEqual(both["v_PersistentRef"]?.dataValue?.count, 20)
         // Limit > 1: an array, even for one match.
-        XCTAssertEqual(try kc.copy(genp("AYS", "mrgumby", ["r_Data": .bool(true), "m_Limit": .string("m_LimitAll")])),
-                       .array([bytes("opendoor")]))
-        XCTAssertEqual(try kc.copy(genp("AYS", "mrgumby", ["r_Data": .bool(true), "m_Limit": .int(5)])),
-                       .array([bytes("opendoor")]))
-        XCTAssertEqual(try kc.copy(genp("AYS", "mrgumby", ["r_Data": .bool(true), "m_Limit": .int(1)])), bytes("opendoor"))
+        XCTAssertEqual(
+            try kc.copy(genp("AYS", "mrgumby", ["r_Data": .bool(true), "m_Limit": .string("m_LimitAll")])),
+            .array([bytes("opendoor")]))
+        XCTAssertEqual(
+            try kc.copy(genp("AYS", "mrgumby", ["r_Data": .bool(true), "m_Limit": .int(5)])),
+            .array([bytes("opendoor")]))
+        XCTAssertEqual(
+            try kc.copy(genp("AYS", "mrgumby", ["r_Data": .bool(true), "m_Limit": .int(1)])), bytes("opendoor"))
         // No return keys: success and no result.
         XCTAssertNil(try kc.copy(genp("AYS", "mrgumby")))
         // A string and data with the same bytes match each other in a blob attribute.
-        XCTAssertEqual(try kc.copy(["class": .string("genp"), "acct": bytes("mrgumby"), "r_Data": .bool(true)]), bytes("opendoor"))
+        XCTAssertEqual(
+            try kc.copy(["class": .string("genp"), "acct": bytes("mrgumby"), "r_Data": .bool(true)]), bytes("opendoor"))
         XCTAssertEqual(status { _ = try kc.copy(genp("AYS", "nobody")) }, SecStatus.itemNotFound)
     }
 
@@ -77,7 +87,8 @@ final class SecItemSemanticsTests: XCTestCase {
         let (kc, _) = try makeKeychain()
         XCTAssertEqual(status { _ = try kc.add(genp("s", "a", ["atag": bytes("t")])) }, SecStatus.noSuchAttr)
         XCTAssertEqual(status { _ = try kc.copy(genp("s", "a", ["srvr": .string("h")])) }, SecStatus.noSuchAttr)
-        XCTAssertEqual(status { _ = try kc.copy(["class": .string("inet"), "svce": .string("x")]) }, SecStatus.noSuchAttr)
+        XCTAssertEqual(
+            status { _ = try kc.copy(["class": .string("inet"), "svce": .string("x")]) }, SecStatus.noSuchAttr)
         XCTAssertEqual(status { try kc.update(genp("s", "a"), ["class": .string("genp")]) }, SecStatus.noSuchAttr)
         XCTAssertEqual(status { _ = try kc.copy(["class": .string("nope")]) }, SecStatus.noSuchClass)
     }
@@ -102,22 +113,37 @@ final class SecItemSemanticsTests: XCTestCase {
     func testMatchLimitDefaultsForUpdateAndDelete() throws {
         let (kc, _) = try makeKeychain()
         for account in ["a", "b", "c"] { _ = try kc.add(genp("svc", account, ["v_Data": bytes("old")])) }
-        XCTAssertEqual(status { try kc.update(["class": .string("genp"), "svce": .string("svc"), "m_Limit": .string("m_LimitAll")],
-                                              ["v_Data": bytes("new")]) }, SecStatus.param)
-        XCTAssertEqual(status { try kc.update(["class": .string("genp"), "svce": .string("svc"), "r_Data": .bool(true)],
-                                              ["v_Data": bytes("new")]) }, SecStatus.param)
-        XCTAssertEqual(status { try kc.delete(["class": .string("genp"), "m_Limit": .string("m_LimitOne")]) }, SecStatus.param)
+        XCTAssertEqual(
+            status {
+                try kc.update(
+                    ["class": .string("genp"), "svce": .string("svc"), "m_Limit": .string("m_LimitAll")],
+                    ["v_Data": bytes("new")])
+            }, SecStatus.param)
+        XCTAssertEqual(
+            status {
+                try kc.update(
+                    ["class": .string("genp"), "svce": .string("svc"), "r_Data": .bool(true)],
+                    ["v_Data": bytes("new")])
+            }, SecStatus.param)
+        XCTAssertEqual(
+            status { try kc.delete(["class": .string("genp"), "m_Limit": .string("m_LimitOne")]) }, SecStatus.param)
         // Update with no limit changes every match.
         try kc.update(["class": .string("genp"), "svce": .string("svc")], ["v_Data": bytes("new")])
-        XCTAssertEqual(try kc.copy(["class": .string("genp"), "svce": .string("svc"), "r_Data": .bool(true), "m_Limit": .string("m_LimitAll")]),
-                       .array([bytes("new"), bytes("new"), bytes("new")]))
+        XCTAssertEqual(
+            try kc.copy([
+                "class": .string("genp"), "svce": .string("svc"), "r_Data": .bool(true),
+                "m_Limit": .string("m_LimitAll"),
+            ]),
+            .array([bytes("new"), bytes("new"), bytes("new")]))
         // CopyMatching defaults to one.
-        XCTAssertEqual(try kc.copy(["class": .string("genp"), "svce": .string("svc"), "r_Data": .bool(true)]), bytes("new"))
+        XCTAssertEqual(
+            try kc.copy(["class": .string("genp"), "svce": .string("svc"), "r_Data": .bool(true)]), bytes("new"))
         // Delete with no limit removes every match.
         try kc.delete(["class": .string("genp"), "svce": .string("svc")])
         XCTAssertEqual(status { _ = try kc.copy(["class": .string("genp")]) }, SecStatus.itemNotFound)
         XCTAssertEqual(status { try kc.delete(["class": .string("genp")]) }, SecStatus.itemNotFound)
-        XCTAssertEqual(status { try kc.update(["class": .string("genp")], ["labl": .string("x")]) }, SecStatus.itemNotFound)
+        XCTAssertEqual(
+            status { try kc.update(["class": .string("genp")], ["labl": .string("x")]) }, SecStatus.itemNotFound)
     }
 
     func testUpdateKeepsCreationDateAndAdvancesModificationDate() throws {
@@ -145,16 +171,21 @@ final class SecItemSemanticsTests: XCTestCase {
 
     func testPersistentReferences() throws {
         let (kc, _) = try makeKeychain()
-        guard case .data(let ref)? = try kc.add(genp("s", "a", ["v_Data": bytes("1"), "r_PersistentRef": .bool(true)])) else {
+        guard case .data(let ref)? = try kc.add(genp("s", "a", ["v_Data": bytes("1"), "r_PersistentRef": .bool(true)]))
+        else {
             return XCTFail("no persistent ref")
         }
         XCTAssertEqual(Array(ref.prefix(4)), Array("genp".utf8))
-        XCTAssertEqual(try kc.copy(["v_PersistentRef": .data(ref), "r_Data": .bool(true)]), bytes("1"), "class comes from the ref")
+        XCTAssertEqual(
+            try kc.copy(["v_PersistentRef": .data(ref), "r_Data": .bool(true)]), bytes("1"), "class comes from the ref")
         // Stable across an update, even of a primary-key attribute.
         try kc.update(["v_PersistentRef": .data(ref)], ["acct": .string("renamed"), "v_Data": bytes("2")])
         XCTAssertEqual(try kc.copy(genp("s", "renamed", ["r_PersistentRef": .bool(true)])), .data(ref))
-        XCTAssertEqual(status { _ = try kc.copy(["v_PersistentRef": .data(ref), "acct": .string("x")]) }, SecStatus.param)
-        XCTAssertEqual(status { _ = try kc.copy(["class": .string("inet"), "v_PersistentRef": .data(ref)]) }, SecStatus.noSuchClass)
+        XCTAssertEqual(
+            status { _ = try kc.copy(["v_PersistentRef": .data(ref), "acct": .string("x")]) }, SecStatus.param)
+        XCTAssertEqual(
+            status { _ = try kc.copy(["class": .string("inet"), "v_PersistentRef": .data(ref)]) }, SecStatus.noSuchClass
+        )
         XCTAssertEqual(status { _ = try kc.copy(["v_PersistentRef": bytes("garbage")]) }, SecStatus.param)
         XCTAssertEqual(status { _ = try kc.add(genp("s", "z", ["v_PersistentRef": .data(ref)])) }, SecStatus.param)
         try kc.delete(["v_PersistentRef": .data(ref)])
@@ -164,8 +195,10 @@ final class SecItemSemanticsTests: XCTestCase {
 
     func testInternetPasswords() throws {
         let (kc, _) = try makeKeychain()
-        let base: SecDictionary = ["class": .string("inet"), "srvr": .string("example.com"), "acct": .string("alice"),
-                                   "ptcl": .string("htps"), "port": .int(443), "path": .string("/login")]
+        let base: SecDictionary = [
+            "class": .string("inet"), "srvr": .string("example.com"), "acct": .string("alice"),
+            "ptcl": .string("htps"), "port": .int(443), "path": .string("/login"),
+        ]
         var add = base
         add["v_Data"] = bytes("s3cret")
         add["labl"] = .string("Example")
@@ -182,18 +215,21 @@ final class SecItemSemanticsTests: XCTestCase {
         XCTAssertEqual(found["port"], .int(443))
         XCTAssertEqual(found["sdmn"], .data([]), "missing primary-key attributes default to empty")
         XCTAssertEqual(found["v_Data"], bytes("s3cret"))
-        XCTAssertEqual(try kc.copy(["class": .string("inet"), "srvr": .string("example.com"), "m_Limit": .string("m_LimitAll")]),
-                       .array([]), "no return keys with limit > 1 gives an empty array")
+        XCTAssertEqual(
+            try kc.copy(["class": .string("inet"), "srvr": .string("example.com"), "m_Limit": .string("m_LimitAll")]),
+            .array([]), "no return keys with limit > 1 gives an empty array")
     }
 
     func testAccessGroupIsStoredAndFilters() throws {
         let (kc, _) = try makeKeychain()
         _ = try kc.add(genp("s", "a", ["agrp": .string("TEAM.app"), "v_Data": bytes("team")]))
         _ = try kc.add(genp("s", "a", ["v_Data": bytes("default")]))
-        XCTAssertEqual(try kc.copy(genp("s", "a", ["agrp": .string("TEAM.app"), "r_Data": .bool(true)])), bytes("team"))
+        XCTAssertEqual(
+            try kc.copy(genp("s", "a", ["agrp": .string("TEAM.app"), "r_Data": .bool(true)])), bytes("team"))
         let restricted = Caller(uid: getuid(), pid: getpid(), accessGroups: ["mine"], mayUseAnyGroup: false)
-        XCTAssertEqual(status { _ = try kc.copyMatching(genp("s", "a", ["agrp": .string("TEAM.app")]), caller: restricted) },
-                       SecStatus.missingEntitlement)
+        XCTAssertEqual(
+            status { _ = try kc.copyMatching(genp("s", "a", ["agrp": .string("TEAM.app")]), caller: restricted) },
+            SecStatus.missingEntitlement)
     }
 
     private func attributes(_ kc: Keychain, _ query: SecDictionary) throws -> SecDictionary {

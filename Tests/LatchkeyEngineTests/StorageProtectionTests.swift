@@ -1,18 +1,25 @@
 import Foundation
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyModel
 import LatchkeyStore
+import XCTest
+
+@testable import LatchkeyEngine
 
 /// What reaches the disk: no plaintext, tamper detection, damaged files reported and left alone.
 final class StorageProtectionTests: XCTestCase {
     func testNoSecretOrAttributeValueInTheDatabaseFiles() throws {
         let (kc, directory) = try makeKeychain()
-        let markers = ["SVC-MARKER-7a1f", "ACCT-MARKER-42c9", "LABEL-MARKER-19de", "SECRET-MARKER-e03b", "GROUP-MARKER-88aa"]
-        _ = try kc.add(["class": .string("genp"), "svce": .string(markers[0]), "acct": .string(markers[1]),
-                        "labl": .string(markers[2]), "v_Data": bytes(markers[3]), "agrp": .string(markers[4])])
-        _ = try kc.add(["class": .string("inet"), "srvr": .string(markers[0]), "acct": .string(markers[1]),
-                        "v_Data": bytes(markers[3])])
+        let markers = [
+            "SVC-MARKER-7a1f", "ACCT-MARKER-42c9", "LABEL-MARKER-19de", "SECRET-MARKER-e03b", "GROUP-MARKER-88aa",
+        ]
+        _ = try kc.add([
+            "class": .string("genp"), "svce": .string(markers[0]), "acct": .string(markers[1]),
+            "labl": .string(markers[2]), "v_Data": bytes(markers[3]), "agrp": .string(markers[4]),
+        ])
+        _ = try kc.add([
+            "class": .string("inet"), "srvr": .string(markers[0]), "acct": .string(markers[1]),
+            "v_Data": bytes(markers[3]),
+        ])
         try kc.update(["class": .string("genp"), "acct": .string(markers[1])], ["labl": .string(markers[2] + "2")])
         for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
             let contents = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
@@ -30,7 +37,9 @@ final class StorageProtectionTests: XCTestCase {
         let rows = try store.rows(matching: RowFilter(itemClass: 1, synchronizable: nil))
         XCTAssertEqual(rows.count, 2)
         // Rewriting rows through the store drops their index entries, so address them by persistent ref.
-        func ref(_ row: StoreRow) -> SecDictionary { ["v_PersistentRef": .data(Array("genp".utf8) + row.persistentRef)] }
+        func ref(_ row: StoreRow) -> SecDictionary {
+            ["v_PersistentRef": .data(Array("genp".utf8) + row.persistentRef)]
+        }
         func read(_ row: StoreRow) -> Int32 {
             var query = ref(row)
             query["r_Data"] = .bool(true)
@@ -67,8 +76,9 @@ final class StorageProtectionTests: XCTestCase {
         let problem = try XCTUnwrap(kc.status().problem)
         XCTAssertTrue(problem.contains(location.keybagPath), problem)
         XCTAssertEqual(status { _ = try kc.copy(genp("s", "a")) }, SecStatus.invalidKeychain)
-        XCTAssertEqual(status { try kc.create(password: secret("x"), parameters: testParameters, allowWeakParameters: true) },
-                       SecStatus.invalidKeychain, "never replaced by a new keychain")
+        XCTAssertEqual(
+            status { try kc.create(password: secret("x"), parameters: testParameters, allowWeakParameters: true) },
+            SecStatus.invalidKeychain, "never replaced by a new keychain")
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: location.keybagPath)), bytes)
     }
 
@@ -81,7 +91,8 @@ final class StorageProtectionTests: XCTestCase {
         let garbage = Data("this is not a database, it is a shopping list".utf8)
         try garbage.write(to: URL(fileURLWithPath: location.databasePath))
         let kc = Keychain(location: location)
-        XCTAssertTrue(kc.status().problem?.contains(location.databasePath) ?? false, kc.status().problem ?? "no problem")
+        XCTAssertTrue(
+            kc.status().problem?.contains(location.databasePath) ?? false, kc.status().problem ?? "no problem")
         XCTAssertEqual(status { _ = try kc.add(genp("s", "a")) }, SecStatus.invalidKeychain)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: location.databasePath)), garbage)
     }
@@ -92,13 +103,17 @@ final class StorageProtectionTests: XCTestCase {
         let location = KeychainLocation(directory: directory)
         try FileManager.default.removeItem(atPath: location.keybagPath)
         let reopened = Keychain(location: location)
-        XCTAssertEqual(status { try reopened.create(password: secret("x"), parameters: testParameters, allowWeakParameters: true) },
-                       SecStatus.invalidKeychain)
+        XCTAssertEqual(
+            status {
+                try reopened.create(password: secret("x"), parameters: testParameters, allowWeakParameters: true)
+            },
+            SecStatus.invalidKeychain)
         XCTAssertFalse(FileManager.default.fileExists(atPath: location.keybagPath))
     }
 
     func testNoKeychainYetIsNoDefaultKeychain() {
-        let kc = Keychain(location: KeychainLocation(directory: NSTemporaryDirectory() + "latchkey-none-\(UUID().uuidString)"))
+        let kc = Keychain(
+            location: KeychainLocation(directory: NSTemporaryDirectory() + "latchkey-none-\(UUID().uuidString)"))
         XCTAssertEqual(status { _ = try kc.copy(genp("s", "a")) }, SecStatus.noDefaultKeychain)
         XCTAssertFalse(kc.status().exists)
     }
@@ -106,8 +121,9 @@ final class StorageProtectionTests: XCTestCase {
     private func newRow(_ row: StoreRow, metadata: [UInt8]? = nil, secret: [UInt8]? = nil) -> NewRow {
         // The store does not hand out index hashes, so the rewritten row has none; tests address it by
         // persistent reference.
-        NewRow(persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
-               synchronizable: row.synchronizable, uniqueHash: row.uniqueHash, wrappedKey: row.wrappedKey,
-               metadata: metadata ?? row.metadata, secret: secret ?? row.secret, indexHashes: [])
+        NewRow(
+            persistentRef: row.persistentRef, itemClass: row.itemClass, protection: row.protection,
+            synchronizable: row.synchronizable, uniqueHash: row.uniqueHash, wrappedKey: row.wrappedKey,
+            metadata: metadata ?? row.metadata, secret: secret ?? row.secret, indexHashes: [])
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyCodec
 import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore
+import XCTest
+
+@testable import LatchkeyEngine
 
 /// The engine must open, and reproduce byte for byte, every value in Vectors/store-v1.json: the worked
 /// examples of docs/STORE.md, whose expected values an independent implementation of that document
@@ -27,7 +28,8 @@ final class StoreVectorTests: XCTestCase {
     }
 
     private func loadDocument() throws -> [String: Any] {
-        let url = try XCTUnwrap(Bundle.module.url(forResource: "store-v1", withExtension: "json", subdirectory: "Vectors"))
+        let url = try XCTUnwrap(
+            Bundle.module.url(forResource: "store-v1", withExtension: "json", subdirectory: "Vectors"))
         return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
     }
 
@@ -41,18 +43,20 @@ final class StoreVectorTests: XCTestCase {
             var secretService: SecretServiceData?
             if let ss = v["secret_service"] as? [String: Any] {
                 let pairs = try XCTUnwrap(ss["attributes"] as? [[String]]).map { SecretAttributes.Pair($0[0], $0[1]) }
-                var data = SecretServiceData(attributes: try XCTUnwrap(SecretAttributes(pairs)),
-                                             collection: try XCTUnwrap(ss["collection"] as? String),
-                                             contentType: try XCTUnwrap(ss["content_type"] as? String),
-                                             nonce: hexBytes(try XCTUnwrap(ss["nonce_hex"] as? String)))
+                var data = SecretServiceData(
+                    attributes: try XCTUnwrap(SecretAttributes(pairs)),
+                    collection: try XCTUnwrap(ss["collection"] as? String),
+                    contentType: try XCTUnwrap(ss["content_type"] as? String),
+                    nonce: hexBytes(try XCTUnwrap(ss["nonce_hex"] as? String)))
                 data.keepsGenericIdentity = try XCTUnwrap(ss["keeps_generic_identity"] as? Bool)
                 secretService = data
             }
-            return Vector(json: v, name: name,
-                          itemClass: try XCTUnwrap(ItemClass(rawValue: UInt8(try XCTUnwrap(v["item_class"] as? Int)))),
-                          protection: try XCTUnwrap(ProtectionClass(rawValue: UInt8(try XCTUnwrap(v["protection"] as? Int)))),
-                          synchronizable: try XCTUnwrap(v["synchronizable"] as? Bool),
-                          attributes: attributes, secretService: secretService)
+            return Vector(
+                json: v, name: name,
+                itemClass: try XCTUnwrap(ItemClass(rawValue: UInt8(try XCTUnwrap(v["item_class"] as? Int)))),
+                protection: try XCTUnwrap(ProtectionClass(rawValue: UInt8(try XCTUnwrap(v["protection"] as? Int)))),
+                synchronizable: try XCTUnwrap(v["synchronizable"] as? Bool),
+                attributes: attributes, secretService: secretService)
         }
     }
 
@@ -72,7 +76,8 @@ final class StoreVectorTests: XCTestCase {
     private func keyState() throws -> KeyState {
         var keys: [ProtectionClass: SecretBytes] = [:]
         for (raw, key) in try XCTUnwrap(loadDocument()["class_keys"] as? [String: String]) {
-            keys[try XCTUnwrap(UInt8(raw).flatMap(ProtectionClass.init(rawValue:)))] = SecretBytes(copying: hexBytes(key))
+            keys[try XCTUnwrap(UInt8(raw).flatMap(ProtectionClass.init(rawValue:)))] = SecretBytes(
+                copying: hexBytes(key))
         }
         var state = KeyState()
         try state.install(keys)
@@ -80,20 +85,24 @@ final class StoreVectorTests: XCTestCase {
     }
 
     private func row(_ v: Vector, persistentRef: [UInt8]? = nil) throws -> StoreRow {
-        StoreRow(id: 1, persistentRef: try persistentRef ?? v.bytes("persistent_ref_hex"), itemClass: Int(v.itemClass.rawValue),
-                 protection: Int(v.protection.rawValue), synchronizable: v.synchronizable,
-                 uniqueHash: try v.bytes("unique_hash_hex"), wrappedKey: try v.bytes("wrapped_key_hex"),
-                 metadata: try v.bytes("metadata_hex"), secret: try v.bytes("secret_sealed_hex"))
+        StoreRow(
+            id: 1, persistentRef: try persistentRef ?? v.bytes("persistent_ref_hex"),
+            itemClass: Int(v.itemClass.rawValue),
+            protection: Int(v.protection.rawValue), synchronizable: v.synchronizable,
+            uniqueHash: try v.bytes("unique_hash_hex"), wrappedKey: try v.bytes("wrapped_key_hex"),
+            metadata: try v.bytes("metadata_hex"), secret: try v.bytes("secret_sealed_hex"))
     }
 
     func testVectorsCoverEveryKindOfItem() throws {
         let vectors = try loadVectors()
         XCTAssertEqual(Set(vectors.map(\.itemClass)), [.genericPassword, .internetPassword, .key])
         XCTAssertTrue(vectors.contains { $0.synchronizable }, "no synchronizable item")
-        XCTAssertTrue(vectors.contains { $0.secretService == nil && $0.itemClass == .genericPassword },
-                      "no generic password seen through the Secret Service view")
-        XCTAssertTrue(vectors.contains { $0.json["collection_hash_hex"] != nil && $0.secretService != nil },
-                      "no Secret Service item outside login")
+        XCTAssertTrue(
+            vectors.contains { $0.secretService == nil && $0.itemClass == .genericPassword },
+            "no generic password seen through the Secret Service view")
+        XCTAssertTrue(
+            vectors.contains { $0.json["collection_hash_hex"] != nil && $0.secretService != nil },
+            "no Secret Service item outside login")
         for v in vectors {
             // The plaintext columns repeat what the sealed attributes say.
             XCTAssertEqual(v.attributes[SecAttr.accessible], .string(v.protection.pdmn), v.name)
@@ -127,8 +136,9 @@ final class StoreVectorTests: XCTestCase {
             // The associated data binds the blobs to their row: under another persistent ref they do not open.
             var otherRef = try v.bytes("persistent_ref_hex")
             otherRef[0] ^= 0x01
-            XCTAssertEqual(status { _ = try ItemSealer.open(try row(v, persistentRef: otherRef), keys: keys) },
-                           SecStatus.decode, v.name)
+            XCTAssertEqual(
+                status { _ = try ItemSealer.open(try row(v, persistentRef: otherRef), keys: keys) },
+                SecStatus.decode, v.name)
         }
     }
 
@@ -137,55 +147,70 @@ final class StoreVectorTests: XCTestCase {
         let indexKey = try keyState().requireIndexKey()
         for v in try loadVectors() {
             let ref = try v.bytes("persistent_ref_hex")
-            for (role, key) in [(ItemSealer.Role.wrappedKey, "aad_wrapped_key_hex"), (.metadata, "aad_metadata_hex"),
-                                (.secret, "aad_secret_hex")] {
-                XCTAssertEqual(hexString(ItemSealer.aad(role, ref: ref, itemClass: v.itemClass, protection: v.protection)),
-                               v.json[key] as? String, "\(v.name): \(key)")
+            for (role, key) in [
+                (ItemSealer.Role.wrappedKey, "aad_wrapped_key_hex"), (.metadata, "aad_metadata_hex"),
+                (.secret, "aad_secret_hex"),
+            ] {
+                XCTAssertEqual(
+                    hexString(ItemSealer.aad(role, ref: ref, itemClass: v.itemClass, protection: v.protection)),
+                    v.json[key] as? String, "\(v.name): \(key)")
             }
             var sealed = v.attributes
             if let ss = v.secretService { sealed[SecretServiceData.key] = ss.encoded }
-            XCTAssertEqual(hexString(ValueCodec.encode(.dictionary(sealed))), v.json["metadata_plaintext_hex"] as? String,
-                           "\(v.name): encoded attributes")
+            XCTAssertEqual(
+                hexString(ValueCodec.encode(.dictionary(sealed))), v.json["metadata_plaintext_hex"] as? String,
+                "\(v.name): encoded attributes")
 
             var expectedIndex: [String] = []
             for entry in v.list("attribute_hashes") {
                 let name = try XCTUnwrap(entry["name"] as? String)
                 let spec = try XCTUnwrap(v.itemClass.attribute(name))
                 let value = try XCTUnwrap(v.attributes[name])
-                XCTAssertEqual(hexString(AttributeValue.canonicalBytes(spec, value)), entry["canonical_hex"] as? String,
-                               "\(v.name): canonical \(name)")
-                XCTAssertEqual(hexString(try ItemSealer.attributeHash(spec, value, indexKey: indexKey)),
-                               entry["hash_hex"] as? String, "\(v.name): A hash of \(name)")
+                XCTAssertEqual(
+                    hexString(AttributeValue.canonicalBytes(spec, value)), entry["canonical_hex"] as? String,
+                    "\(v.name): canonical \(name)")
+                XCTAssertEqual(
+                    hexString(try ItemSealer.attributeHash(spec, value, indexKey: indexKey)),
+                    entry["hash_hex"] as? String, "\(v.name): A hash of \(name)")
                 expectedIndex.append(try XCTUnwrap(entry["hash_hex"] as? String))
             }
-            XCTAssertEqual(Set(v.list("attribute_hashes").compactMap { $0["name"] as? String }),
-                           Set(v.attributes.keys).subtracting([SecAttr.accessible, SecAttr.synchronizable]), v.name)
+            XCTAssertEqual(
+                Set(v.list("attribute_hashes").compactMap { $0["name"] as? String }),
+                Set(v.attributes.keys).subtracting([SecAttr.accessible, SecAttr.synchronizable]), v.name)
             if v.itemClass == .genericPassword {
                 let data = SecretServiceMapping.data(of: v.attributes, sealed: v.secretService)
-                XCTAssertEqual(data.attributes.pairs.map { [$0.name, $0.value] },
-                               v.list("pair_hashes").map { [$0["name"] as? String ?? "", $0["value"] as? String ?? ""] }, v.name)
+                XCTAssertEqual(
+                    data.attributes.pairs.map { [$0.name, $0.value] },
+                    v.list("pair_hashes").map { [$0["name"] as? String ?? "", $0["value"] as? String ?? ""] }, v.name)
                 for (pair, entry) in zip(data.attributes.pairs, v.list("pair_hashes")) {
-                    XCTAssertEqual(hexString(try SecretServiceMapping.pairHash(pair, indexKey: indexKey)),
-                                   entry["hash_hex"] as? String, "\(v.name): S hash of \(pair.name)")
+                    XCTAssertEqual(
+                        hexString(try SecretServiceMapping.pairHash(pair, indexKey: indexKey)),
+                        entry["hash_hex"] as? String, "\(v.name): S hash of \(pair.name)")
                     expectedIndex.append(try XCTUnwrap(entry["hash_hex"] as? String))
                 }
                 if let collectionHash = v.json["collection_hash_hex"] as? String {
-                    XCTAssertEqual(hexString(try SecretServiceMapping.collectionHash(data.collection, indexKey: indexKey)),
-                                   collectionHash, "\(v.name): C hash")
+                    XCTAssertEqual(
+                        hexString(try SecretServiceMapping.collectionHash(data.collection, indexKey: indexKey)),
+                        collectionHash, "\(v.name): C hash")
                     expectedIndex.append(collectionHash)
                 }
             }
-            let indexHashes = try ItemSealer.indexHashes(itemClass: v.itemClass, attributes: v.attributes, indexKey: indexKey,
-                                                         secretService: v.secretService)
-            XCTAssertEqual(indexHashes.map(hexString).sorted(), v.json["index_hashes_hex"] as? [String], "\(v.name): index")
-            XCTAssertEqual(expectedIndex.sorted(), v.json["index_hashes_hex"] as? [String], "\(v.name): index hashes listed")
+            let indexHashes = try ItemSealer.indexHashes(
+                itemClass: v.itemClass, attributes: v.attributes, indexKey: indexKey,
+                secretService: v.secretService)
+            XCTAssertEqual(
+                indexHashes.map(hexString).sorted(), v.json["index_hashes_hex"] as? [String], "\(v.name): index")
+            XCTAssertEqual(
+                expectedIndex.sorted(), v.json["index_hashes_hex"] as? [String], "\(v.name): index hashes listed")
 
             let discriminator = SecretServiceMapping.discriminator(v.secretService)
             if let ss = v.json["secret_service"] as? [String: Any] {
-                XCTAssertEqual(discriminator.map(hexString), ss["discriminator_hex"] as? String, "\(v.name): discriminator")
+                XCTAssertEqual(
+                    discriminator.map(hexString), ss["discriminator_hex"] as? String, "\(v.name): discriminator")
             }
-            let uniqueHash = try ItemSealer.uniqueHash(itemClass: v.itemClass, attributes: v.attributes, indexKey: indexKey,
-                                                       discriminator: discriminator)
+            let uniqueHash = try ItemSealer.uniqueHash(
+                itemClass: v.itemClass, attributes: v.attributes, indexKey: indexKey,
+                discriminator: discriminator)
             XCTAssertEqual(uniqueHash, try v.bytes("unique_hash_hex"), "\(v.name): U hash")
             XCTAssertEqual(try indexKey.hash(try v.bytes("unique_input_hex")), uniqueHash, "\(v.name): U input")
         }
@@ -200,9 +225,10 @@ final class StoreVectorTests: XCTestCase {
                 synchronizable: v.synchronizable, attributes: v.attributes, secret: try v.bytes("secret_hex"),
                 classKey: try keys.key(for: v.protection), indexKey: try keys.requireIndexKey(),
                 secretService: v.secretService, itemKey: SecretBytes(copying: try v.bytes("item_key_hex")),
-                nonces: ItemSealer.Nonces(wrappedKey: try v.bytes("nonce_wrapped_key_hex"),
-                                          metadata: try v.bytes("nonce_metadata_hex"),
-                                          secret: try v.bytes("nonce_secret_hex")))
+                nonces: ItemSealer.Nonces(
+                    wrappedKey: try v.bytes("nonce_wrapped_key_hex"),
+                    metadata: try v.bytes("nonce_metadata_hex"),
+                    secret: try v.bytes("nonce_secret_hex")))
             XCTAssertEqual(row.persistentRef, try v.bytes("persistent_ref_hex"), v.name)
             XCTAssertEqual(row.itemClass, Int(v.itemClass.rawValue), v.name)
             XCTAssertEqual(row.protection, Int(v.protection.rawValue), v.name)

@@ -2,6 +2,7 @@ import Foundation
 import LatchkeyCrypto
 import LatchkeySecrets
 import XCTest
+
 @testable import LatchkeyKeybag
 
 /// load/write: O_NOFOLLOW, mode 0600, atomic replacement and what a crash can leave behind.
@@ -27,7 +28,8 @@ final class FileTests: XCTestCase {
     }
 
     func testWriteThenLoadRoundTripsWithMode0600() throws {
-        let (keybag, _) = try Keybag.create(password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
         try keybag.write(to: path)
         XCTAssertEqual(try Keybag.load(path: path), keybag)
         XCTAssertEqual(try entries(), ["keybag"], "no temporary file may remain")
@@ -39,7 +41,8 @@ final class FileTests: XCTestCase {
     }
 
     func testLoadNeverModifiesTheFile() throws {
-        let (keybag, _) = try Keybag.create(password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
         try keybag.write(to: path)
         let before = try FileManager.default.attributesOfItem(atPath: path)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -51,7 +54,8 @@ final class FileTests: XCTestCase {
 
     func testLoadErrors() throws {
         assertKeybagError(.notFound(path: path), try Keybag.load(path: path))
-        let (keybag, _) = try Keybag.create(password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
         try keybag.write(to: directory + "/real")
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: directory + "/real")
         assertKeybagError(.io(path: path, errno: ELOOP), try Keybag.load(path: path))
@@ -65,7 +69,8 @@ final class FileTests: XCTestCase {
     }
 
     func testWriteErrors() throws {
-        let (keybag, _) = try Keybag.create(password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
         XCTAssertThrowsError(try keybag.write(to: directory + "/missing/keybag")) {
             guard case .io(_, ENOENT)? = $0 as? KeybagError else { return XCTFail("\($0)") }
         }
@@ -74,21 +79,25 @@ final class FileTests: XCTestCase {
     /// The crash window: after the temporary file is durable and before the rename, the target
     /// still holds the complete old keybag and the temporary file the complete new one.
     func testCrashBeforeRenameLeavesOldKeybagIntact() throws {
-        let (keybag, _) = try Keybag.create(password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
         try keybag.write(to: path)
-        let changed = try keybag.changingPassword(masterKey: keybag.deriveMasterKey(password: password("old")),
-                                                  newPassword: password("new"))
+        let changed = try keybag.changingPassword(
+            masterKey: keybag.deriveMasterKey(password: password("old")),
+            newPassword: password("new"))
         var observedTemporary = ""
         struct SimulatedCrash: Error {}
-        XCTAssertThrowsError(try changed.write(to: path) { temporary in
-            observedTemporary = temporary
-            XCTAssertTrue(temporary.hasPrefix(self.path + ".tmp-"))
-            let current = try Keybag.load(path: self.path)
-            XCTAssertTrue(self.unlocks(current, with: "old"))
-            XCTAssertFalse(self.unlocks(current, with: "new"))
-            XCTAssertTrue(self.unlocks(try Keybag.load(path: temporary), with: "new"))
-            throw SimulatedCrash()
-        }) { XCTAssertTrue($0 is SimulatedCrash) }
+        XCTAssertThrowsError(
+            try changed.write(to: path) { temporary in
+                observedTemporary = temporary
+                XCTAssertTrue(temporary.hasPrefix(self.path + ".tmp-"))
+                let current = try Keybag.load(path: self.path)
+                XCTAssertTrue(self.unlocks(current, with: "old"))
+                XCTAssertFalse(self.unlocks(current, with: "new"))
+                XCTAssertTrue(self.unlocks(try Keybag.load(path: temporary), with: "new"))
+                throw SimulatedCrash()
+            }
+        ) { XCTAssertTrue($0 is SimulatedCrash) }
         XCTAssertFalse(observedTemporary.isEmpty)
         XCTAssertEqual(try entries(), ["keybag"], "a failed write removes its temporary file")
         XCTAssertTrue(unlocks(try Keybag.load(path: path), with: "old"))
@@ -103,13 +112,15 @@ final class FileTests: XCTestCase {
     /// A temporary file left by a real crash (hook never returned, process gone) is ignored by
     /// load and does not block later writes.
     func testLeftoverTemporaryFileIsIgnored() throws {
-        let (keybag, _) = try Keybag.create(password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
         try keybag.write(to: path)
         let leftover = path + ".tmp-00112233445566ff"
         try Data(keybag.serialized().prefix(100)).write(to: URL(fileURLWithPath: leftover))
         XCTAssertTrue(unlocks(try Keybag.load(path: path), with: "old"))
-        let changed = try keybag.changingPassword(masterKey: keybag.deriveMasterKey(password: password("old")),
-                                                  newPassword: password("new"))
+        let changed = try keybag.changingPassword(
+            masterKey: keybag.deriveMasterKey(password: password("old")),
+            newPassword: password("new"))
         try changed.write(to: path)
         XCTAssertTrue(unlocks(try Keybag.load(path: path), with: "new"))
         XCTAssertEqual(try entries(), ["keybag", "keybag.tmp-00112233445566ff"])
@@ -120,7 +131,8 @@ final class FileTests: XCTestCase {
         let victim = directory + "/victim"
         try Data("do not touch".utf8).write(to: URL(fileURLWithPath: victim))
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: victim)
-        let (keybag, _) = try Keybag.create(password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("pw"), parameters: cheapParameters, allowWeakParameters: true)
         try keybag.write(to: path)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: victim)), Data("do not touch".utf8))
         XCTAssertEqual(try Keybag.load(path: path), keybag)

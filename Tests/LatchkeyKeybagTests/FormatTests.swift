@@ -2,6 +2,7 @@ import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
 import XCTest
+
 @testable import LatchkeyKeybag
 
 /// Parsing, integrity checking and the wrong-password / corrupt distinction.
@@ -11,8 +12,9 @@ final class FormatTests: XCTestCase {
     private var file: [UInt8] = []
 
     override func setUpWithError() throws {
-        (keybag, classKeys) = try Keybag.create(password: password("hunter2"), parameters: cheapParameters,
-                                                allowWeakParameters: true)
+        (keybag, classKeys) = try Keybag.create(
+            password: password("hunter2"), parameters: cheapParameters,
+            allowWeakParameters: true)
         file = keybag.serialized()
     }
 
@@ -46,8 +48,10 @@ final class FormatTests: XCTestCase {
         XCTAssertFalse(keybag.verify(masterKey: master))
         assertKeybagError(.wrongPassword, try keybag.unlockPasswordClasses(masterKey: master))
         // The empty password and a prefix are just wrong passwords too.
-        assertKeybagError(.wrongPassword, try keybag.unlockPasswordClasses(
-            masterKey: keybag.deriveMasterKey(password: SecretBytes(count: 0))))
+        assertKeybagError(
+            .wrongPassword,
+            try keybag.unlockPasswordClasses(
+                masterKey: keybag.deriveMasterKey(password: SecretBytes(count: 0))))
         assertKeybagError(.wrongPassword, try keybag.unlockPasswordClasses(masterKey: SecretBytes(count: 32)))
     }
 
@@ -80,10 +84,12 @@ final class FormatTests: XCTestCase {
     func testIntactNewerVersionIsUnsupported() {
         var newer = file
         newer[9] = 2
-        assertKeybagError(.unsupportedVersion(path: "test", version: 2), try Keybag.parse(resealed(newer), path: "test"))
+        assertKeybagError(
+            .unsupportedVersion(path: "test", version: 2), try Keybag.parse(resealed(newer), path: "test"))
         // A newer format may have another size; the checksum trailer still decides integrity.
-        assertKeybagError(.unsupportedVersion(path: "test", version: 2),
-                          try Keybag.parse(resealed(newer + [1, 2, 3]), path: "test"))
+        assertKeybagError(
+            .unsupportedVersion(path: "test", version: 2),
+            try Keybag.parse(resealed(newer + [1, 2, 3]), path: "test"))
     }
 
     /// Structurally invalid files with a valid checksum (written by a buggy or hostile writer).
@@ -133,7 +139,8 @@ final class FormatTests: XCTestCase {
     }
 
     func testEntriesCannotBeSwappedBetweenKeybags() throws {
-        let (other, _) = try Keybag.create(password: password("hunter2"), parameters: cheapParameters, allowWeakParameters: true)
+        let (other, _) = try Keybag.create(
+            password: password("hunter2"), parameters: cheapParameters, allowWeakParameters: true)
         // Same password and salt would give the same KEKs; the id in the AAD still binds entries.
         var spliced = other.serialized()
         spliced.replaceSubrange(121..<548, with: file[121..<548])
@@ -151,7 +158,8 @@ final class FormatTests: XCTestCase {
         }
         XCTAssertNoThrow(try Keybag.create(password: password("x"), parameters: weak, allowWeakParameters: true))
         let invalid = Argon2Parameters(timeCost: 0, memoryKiB: 65536, parallelism: 1)
-        XCTAssertThrowsError(try Keybag.create(password: password("x"), parameters: invalid, allowWeakParameters: true)) {
+        XCTAssertThrowsError(try Keybag.create(password: password("x"), parameters: invalid, allowWeakParameters: true))
+        {
             guard case .weakParameters? = $0 as? KeybagError else { return XCTFail("\($0)") }
         }
     }
@@ -160,7 +168,8 @@ final class FormatTests: XCTestCase {
         let seedHex = hexString(keybag.alwaysSeed)
         XCTAssertFalse(keybag.description.contains(seedHex))
         XCTAssertFalse(String(describing: keybag!).contains(hexString(keybag.verifier)))
-        XCTAssertTrue(KeybagError.corrupt(path: "/home/u/kb", reason: "checksum mismatch").description.contains("/home/u/kb"))
+        XCTAssertTrue(
+            KeybagError.corrupt(path: "/home/u/kb", reason: "checksum mismatch").description.contains("/home/u/kb"))
         XCTAssertTrue(KeybagError.io(path: "/p", errno: ENOENT).description.contains("/p"))
         XCTAssertTrue(KeybagError.unsupportedVersion(path: "/p", version: 9).description.contains("9"))
     }

@@ -2,12 +2,14 @@ import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
 import XCTest
+
 @testable import LatchkeyKeybag
 
 /// Password change re-wraps only the password classes and keeps every class key.
 final class PasswordChangeTests: XCTestCase {
     func testChangeKeepsClassKeysAndSwitchesPasswords() throws {
-        let (keybag, keys) = try Keybag.create(password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, keys) = try Keybag.create(
+            password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
         let oldMaster = try keybag.deriveMasterKey(password: password("old"))
         let changed = try keybag.changingPassword(masterKey: oldMaster, newPassword: password("new"))
 
@@ -26,8 +28,10 @@ final class PasswordChangeTests: XCTestCase {
         }
 
         let reparsed = try Keybag.parse(changed.serialized(), path: "changed")
-        assertKeybagError(.wrongPassword, try reparsed.unlockPasswordClasses(
-            masterKey: reparsed.deriveMasterKey(password: password("old"))))
+        assertKeybagError(
+            .wrongPassword,
+            try reparsed.unlockPasswordClasses(
+                masterKey: reparsed.deriveMasterKey(password: password("old"))))
         let newMaster = try reparsed.deriveMasterKey(password: password("new"))
         let unlocked = try reparsed.unlockPasswordClasses(masterKey: newMaster).merging(reparsed.unlockAlwaysClasses())
         XCTAssertEqual(unlocked.classes, ProtectionClass.allCases)
@@ -37,35 +41,44 @@ final class PasswordChangeTests: XCTestCase {
     }
 
     func testChangeRequiresTheCurrentMasterKey() throws {
-        let (keybag, _) = try Keybag.create(password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
         let wrong = try keybag.deriveMasterKey(password: password("guess"))
         assertKeybagError(.wrongPassword, try keybag.changingPassword(masterKey: wrong, newPassword: password("new")))
     }
 
     func testChangeWithNewParameters() throws {
-        let (keybag, _) = try Keybag.create(password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
         let master = try keybag.deriveMasterKey(password: password("old"))
         let stronger = Argon2Parameters(timeCost: 2, memoryKiB: 128, parallelism: 2)
         // Explicit parameters below the floor need the same opt-in as creation.
-        XCTAssertThrowsError(try keybag.changingPassword(masterKey: master, newPassword: password("new"), parameters: stronger)) {
+        XCTAssertThrowsError(
+            try keybag.changingPassword(masterKey: master, newPassword: password("new"), parameters: stronger)
+        ) {
             guard case .weakParameters? = $0 as? KeybagError else { return XCTFail("\($0)") }
         }
-        let changed = try keybag.changingPassword(masterKey: master, newPassword: password("new"), parameters: stronger,
-                                                  allowWeakParameters: true)
+        let changed = try keybag.changingPassword(
+            masterKey: master, newPassword: password("new"), parameters: stronger,
+            allowWeakParameters: true)
         XCTAssertEqual(changed.parameters, stronger)
         let newMaster = try changed.deriveMasterKey(password: password("new"))
         XCTAssertNoThrow(try changed.unlockPasswordClasses(masterKey: newMaster))
     }
 
     func testDeterministicChangeIsReproducible() throws {
-        let (keybag, _) = try Keybag.create(password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
+        let (keybag, _) = try Keybag.create(
+            password: password("old"), parameters: cheapParameters, allowWeakParameters: true)
         let master = try keybag.deriveMasterKey(password: password("old"))
         let salt = [UInt8](repeating: 9, count: 16)
-        let nonces = Dictionary(uniqueKeysWithValues: ProtectionClass.allCases.map { ($0, [UInt8](repeating: $0.rawValue, count: 12)) })
-        let a = try keybag.changingPassword(masterKey: master, newPassword: password("new"), parameters: cheapParameters,
-                                            salt: salt, nonces: nonces)
-        let b = try keybag.changingPassword(masterKey: master, newPassword: password("new"), parameters: cheapParameters,
-                                            salt: salt, nonces: nonces)
+        let nonces = Dictionary(
+            uniqueKeysWithValues: ProtectionClass.allCases.map { ($0, [UInt8](repeating: $0.rawValue, count: 12)) })
+        let a = try keybag.changingPassword(
+            masterKey: master, newPassword: password("new"), parameters: cheapParameters,
+            salt: salt, nonces: nonces)
+        let b = try keybag.changingPassword(
+            masterKey: master, newPassword: password("new"), parameters: cheapParameters,
+            salt: salt, nonces: nonces)
         XCTAssertEqual(a.serialized(), b.serialized())
     }
 }

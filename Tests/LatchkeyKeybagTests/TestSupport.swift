@@ -2,6 +2,7 @@ import Foundation
 import LatchkeyCrypto
 import LatchkeySecrets
 import XCTest
+
 @testable import LatchkeyKeybag
 
 /// Cheap Argon2 parameters so tests run in milliseconds; only allowed with `allowWeakParameters`.
@@ -30,16 +31,20 @@ func resealed(_ bytes: [UInt8]) -> [UInt8] {
 }
 
 /// Asserts that `body` throws exactly `expected`.
-func assertKeybagError<T>(_ expected: KeybagError, _ body: @autoclosure () throws -> T,
-                          file: StaticString = #filePath, line: UInt = #line) {
+func assertKeybagError<T>(
+    _ expected: KeybagError, _ body: @autoclosure () throws -> T,
+    file: StaticString = #filePath, line: UInt = #line
+) {
     XCTAssertThrowsError(try body(), file: file, line: line) { error in
         XCTAssertEqual(error as? KeybagError, expected, file: file, line: line)
     }
 }
 
 /// Asserts that `body` throws `.corrupt` for `path` (any reason).
-func assertCorrupt<T>(_ body: @autoclosure () throws -> T, path: String = "test",
-                      file: StaticString = #filePath, line: UInt = #line) {
+func assertCorrupt<T>(
+    _ body: @autoclosure () throws -> T, path: String = "test",
+    file: StaticString = #filePath, line: UInt = #line
+) {
     XCTAssertThrowsError(try body(), file: file, line: line) { error in
         guard case .corrupt(let reportedPath, _)? = error as? KeybagError, reportedPath == path else {
             return XCTFail("expected corrupt, got \(error)", file: file, line: line)

@@ -1,10 +1,11 @@
 import Foundation
-import LatchkeyTestSupport
-import XCTest
 import LatchkeyKeybag
 import LatchkeySecrets
+import LatchkeyTestSupport
+import XCTest
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Real PAM against `pam/pam_latchkey.so` and the built agent: each test gets a fresh system user, a
@@ -52,13 +53,16 @@ class PAMTestCase: XCTestCase {
     }
 
     override func setUpWithError() throws {
-        try XCTSkipUnless(geteuid() == 0, "pam_latchkey integration tests need root (they create a user and /etc/pam.d files)")
-        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: Self.pamtester),
-                          "pamtester is not installed (apt-get install pamtester)")
+        try XCTSkipUnless(
+            geteuid() == 0, "pam_latchkey integration tests need root (they create a user and /etc/pam.d files)")
+        try XCTSkipUnless(
+            FileManager.default.isExecutableFile(atPath: Self.pamtester),
+            "pamtester is not installed (apt-get install pamtester)")
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"), "useradd is not available")
         for tool in ["latchkeyd", "latchkey"] {
-            try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: Self.binDirectory + "/" + tool),
-                              "\(tool) not built next to the tests (swift build --build-tests)")
+            try XCTSkipUnless(
+                FileManager.default.isExecutableFile(atPath: Self.binDirectory + "/" + tool),
+                "\(tool) not built next to the tests (swift build --build-tests)")
         }
         if Self.moduleBuild == nil {
             let make = try Self.run(["/usr/bin/make", "-C", Self.repository + "/pam"])
@@ -80,7 +84,7 @@ class PAMTestCase: XCTestCase {
 
         base = NSTemporaryDirectory() + "lk-pam-" + suffix
         runtime = base + "/run"
-        machineSecret = base + "/machine/machine-secret" // the module creates the directory
+        machineSecret = base + "/machine/machine-secret"  // the module creates the directory
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
         chmod(base, 0o755)
         chmod(runtime, 0o700)
@@ -118,10 +122,13 @@ class PAMTestCase: XCTestCase {
     /// Runs a command as the test user with the environment a login session would give it.
     @discardableResult
     func asUser(_ arguments: [String], input: String? = nil) throws -> Output {
-        try Self.run(["/usr/bin/setpriv", "--reuid", String(uid), "--regid", String(gid), "--init-groups",
-                      "/usr/bin/env", "-i", "HOME=\(home)", "USER=\(user)", "LOGNAME=\(user)", "PATH=/usr/bin:/bin",
-                      "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(home)/.local/share",
-                      "LATCHKEYD=\(Self.binDirectory)/latchkeyd"] + arguments, input: input)
+        try Self.run(
+            [
+                "/usr/bin/setpriv", "--reuid", String(uid), "--regid", String(gid), "--init-groups",
+                "/usr/bin/env", "-i", "HOME=\(home)", "USER=\(user)", "LOGNAME=\(user)", "PATH=/usr/bin:/bin",
+                "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(home)/.local/share",
+                "LATCHKEYD=\(Self.binDirectory)/latchkeyd",
+            ] + arguments, input: input)
     }
 
     /// The `latchkey` command, as the user.
@@ -149,11 +156,13 @@ class PAMTestCase: XCTestCase {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         return entries.compactMap { name -> pid_t? in
             guard let pid = pid_t(name),
-                  let status = TestProcess.readProcFile("/proc/\(name)/status") else { return nil }
+                let status = TestProcess.readProcFile("/proc/\(name)/status")
+            else { return nil }
             let lines = status.split(separator: "\n")
             guard let uidLine = lines.first(where: { $0.hasPrefix("Uid:") }),
-                  uidLine.split(separator: "\t").dropFirst().first.map(String.init) == String(uid),
-                  let state = lines.first(where: { $0.hasPrefix("State:") }), !state.contains("Z") else { return nil }
+                uidLine.split(separator: "\t").dropFirst().first.map(String.init) == String(uid),
+                let state = lines.first(where: { $0.hasPrefix("State:") }), !state.contains("Z")
+            else { return nil }
             return pid
         }
     }
@@ -168,7 +177,8 @@ class PAMTestCase: XCTestCase {
     /// Writes /etc/pam.d/latchkey-test-<random> and returns the service name.
     func installService(_ lines: [String]) throws -> String {
         let service = "latchkey-test-" + String(UInt32.random(in: 0x100000...0xffffff), radix: 16)
-        try (lines.joined(separator: "\n") + "\n").write(toFile: "/etc/pam.d/" + service, atomically: true, encoding: .utf8)
+        try (lines.joined(separator: "\n") + "\n").write(
+            toFile: "/etc/pam.d/" + service, atomically: true, encoding: .utf8)
         services.append(service)
         return service
     }
@@ -196,12 +206,18 @@ class PAMTestCase: XCTestCase {
     /// Creates the keychain as the user with `latchkey init` and cheap Argon2id parameters, and stores
     /// one item.
     func createKeychainWithItem(password keychainPassword: String? = nil, accessible: String = "when-unlocked") throws {
-        let initResult = try cli(["init", "--password-stdin", "--argon2-memory", "8", "--argon2-time", "1",
-                                  "--argon2-parallelism", "1", "--allow-weak-argon2"],
-                                 input: (keychainPassword ?? password) + "\n")
+        let initResult = try cli(
+            [
+                "init", "--password-stdin", "--argon2-memory", "8", "--argon2-time", "1",
+                "--argon2-parallelism", "1", "--allow-weak-argon2",
+            ],
+            input: (keychainPassword ?? password) + "\n")
         XCTAssertEqual(initResult.status, 0, "latchkey init: \(initResult.err)")
-        let add = try cli(["add-generic-password", "-s", "mail", "-a", user, "--password-stdin",
-                           "--accessible", accessible], input: "s3cret\n")
+        let add = try cli(
+            [
+                "add-generic-password", "-s", "mail", "-a", user, "--password-stdin",
+                "--accessible", accessible,
+            ], input: "s3cret\n")
         XCTAssertEqual(add.status, 0, "add-generic-password: \(add.err)")
     }
 
@@ -234,7 +250,8 @@ class PAMTestCase: XCTestCase {
     /// Whether `candidate` opens the keybag on disk (checked with the Swift implementation).
     func keybagOpens(with candidate: String) throws -> Bool {
         let keybag = try parsedKeybag()
-        return keybag.verify(masterKey: try keybag.deriveMasterKey(password: SecretBytes(copying: Array(candidate.utf8))))
+        return keybag.verify(
+            masterKey: try keybag.deriveMasterKey(password: SecretBytes(copying: Array(candidate.utf8))))
     }
 
     func fileInfo(_ path: String) -> stat? {

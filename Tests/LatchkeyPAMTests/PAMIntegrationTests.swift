@@ -1,11 +1,12 @@
 import Foundation
 import LatchkeyDBus
-import LatchkeyTestSupport
-import XCTest
 import LatchkeyKeybag
 import LatchkeySecrets
+import LatchkeyTestSupport
+import XCTest
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// pam_latchkey end to end: real PAM (pamtester), real pam_unix, the real agent.
@@ -39,7 +40,8 @@ final class PAMIntegrationTests: PAMTestCase {
             let baseline = try pamtester(without, ["authenticate", "open_session"], input: input)
             let result = try pamtester(with, ["authenticate", "open_session"], input: input)
             XCTAssertNotEqual(baseline.status, 0)
-            XCTAssertEqual(result.status, baseline.status, "pam_latchkey changed the PAM result for \(input.debugDescription)")
+            XCTAssertEqual(
+                result.status, baseline.status, "pam_latchkey changed the PAM result for \(input.debugDescription)")
         }
         XCTAssertNil(try readItem(), "a wrong password unlocked the keychain")
         XCTAssertEqual(try classState("ck"), "locked")
@@ -77,8 +79,9 @@ final class PAMIntegrationTests: PAMTestCase {
         let newPassword = "Lk-second-pass-2"
 
         // As root pam_unix asks for the old password only for an expired-token change.
-        let change = try pamtester(service, ["chauthtok(PAM_CHANGE_EXPIRED_AUTHTOK)"],
-                                   input: "\(password)\n\(newPassword)\n\(newPassword)\n")
+        let change = try pamtester(
+            service, ["chauthtok(PAM_CHANGE_EXPIRED_AUTHTOK)"],
+            input: "\(password)\n\(newPassword)\n\(newPassword)\n")
         XCTAssertEqual(change.status, 0, change.out + change.err)
         let after = try XCTUnwrap(keybagBytes())
         XCTAssertEqual(after.count, 580)
@@ -172,8 +175,11 @@ final class PAMIntegrationTests: PAMTestCase {
         for pdmn in ["ak", "ck", "aku", "cku", "akpu"] {
             XCTAssertEqual(try classState(pdmn), "unlocked", pdmn)
         }
-        let add = try cli(["add-generic-password", "-s", "mail", "-a", user, "--password-stdin",
-                           "--accessible", "when-unlocked-this-device-only"], input: "s3cret\n")
+        let add = try cli(
+            [
+                "add-generic-password", "-s", "mail", "-a", user, "--password-stdin",
+                "--accessible", "when-unlocked-this-device-only",
+            ], input: "s3cret\n")
         XCTAssertEqual(add.status, 0, add.err)
         XCTAssertEqual(try readItem(), "s3cret")
 
@@ -192,7 +198,8 @@ final class PAMIntegrationTests: PAMTestCase {
             "auth required pam_unix.so", moduleLine("auth", "optional", "auto_create"),
             "session required pam_unix.so", moduleLine("session", "optional", "auto_create"),
         ])
-        XCTAssertNotEqual(try pamtester(refused, ["authenticate", "open_session"], input: "wrong-password\n").status, 0)
+        XCTAssertNotEqual(
+            try pamtester(refused, ["authenticate", "open_session"], input: "wrong-password\n").status, 0)
         XCTAssertNil(keybagBytes(), "a refused login created a keychain")
 
         let sessionOnly = try standardService(sessionExtra: "auto_create")
@@ -229,21 +236,27 @@ final class PAMIntegrationTests: PAMTestCase {
     /// password class (the Always classes stay).
     func testClosingTheLastSessionLocksPasswordClasses() throws {
         try createKeychainWithItem()
-        stopUserProcesses() // the module starts its own agent for the sessions
+        stopUserProcesses()  // the module starts its own agent for the sessions
         let service = try standardService()
 
         // Session 1 stays open (pamtester exits without closing it).
         XCTAssertEqual(try pamtester(service, ["authenticate", "open_session"], input: password + "\n").status, 0)
         // Session 2 opens and closes: one session is still open.
-        XCTAssertEqual(try pamtester(service, ["authenticate", "open_session", "close_session"],
-                                     input: password + "\n").status, 0)
+        XCTAssertEqual(
+            try pamtester(
+                service, ["authenticate", "open_session", "close_session"],
+                input: password + "\n"
+            ).status, 0)
         XCTAssertEqual(try classState("ck"), "unlocked", "closing one of two sessions locked the keychain")
         XCTAssertEqual(try readItem(), "s3cret")
 
         // A fresh agent, one session, closed: the last session's close locks.
         stopUserProcesses()
-        XCTAssertEqual(try pamtester(service, ["authenticate", "open_session", "close_session"],
-                                     input: password + "\n").status, 0)
+        XCTAssertEqual(
+            try pamtester(
+                service, ["authenticate", "open_session", "close_session"],
+                input: password + "\n"
+            ).status, 0)
         for pdmn in ["ak", "ck", "aku", "cku", "akpu"] {
             XCTAssertEqual(try classState(pdmn), "locked", pdmn)
         }
@@ -258,8 +271,10 @@ final class PAMIntegrationTests: PAMTestCase {
         try createKeychainWithItem()
         XCTAssertEqual(try cli(["lock"]).status, 0)
         XCTAssertNil(try readItem())
-        let service = try installService(["auth requisite pam_unix.so",
-                                           "auth optional \(Self.modulePath) agent=\(agentPath) debug"])
+        let service = try installService([
+            "auth requisite pam_unix.so",
+            "auth optional \(Self.modulePath) agent=\(agentPath) debug",
+        ])
         let unlock = try asUser([Self.pamtester, service, user, "authenticate"], input: password + "\n")
         XCTAssertEqual(unlock.status, 0, unlock.err)
         XCTAssertEqual(try readItem(), "s3cret")
@@ -271,8 +286,13 @@ final class PAMIntegrationTests: PAMTestCase {
     /// brings WhenUnlocked back, ThisDeviceOnly included, thanks to the factor held since the login.
     func testScreenLockSignalThenScreenLockerAuthentication() throws {
         try createKeychainWithItem()
-        XCTAssertEqual(try cli(["add-generic-password", "-s", "afu", "-a", user, "--password-stdin",
-                                "--accessible", "after-first-unlock"], input: "kept\n").status, 0)
+        XCTAssertEqual(
+            try cli(
+                [
+                    "add-generic-password", "-s", "afu", "-a", user, "--password-stdin",
+                    "--accessible", "after-first-unlock",
+                ], input: "kept\n"
+            ).status, 0)
         stopUserProcesses()
         // The user's session bus where sd-bus looks for it ($XDG_RUNTIME_DIR/bus); this test process
         // (root) owns the screen-saver name on it.
@@ -282,8 +302,11 @@ final class PAMIntegrationTests: PAMTestCase {
         let service = try standardService()
         XCTAssertEqual(try pamtester(service, ["authenticate", "open_session"], input: password + "\n").status, 0)
         XCTAssertEqual(try readItem(), "s3cret")
-        let aku = try cli(["add-generic-password", "-s", "device", "-a", user, "--password-stdin",
-                           "--accessible", "when-unlocked-this-device-only"], input: "bound\n")
+        let aku = try cli(
+            [
+                "add-generic-password", "-s", "device", "-a", user, "--password-stdin",
+                "--accessible", "when-unlocked-this-device-only",
+            ], input: "bound\n")
         XCTAssertEqual(aku.status, 0, aku.err)
 
         let screenSaver = try BusConnection(.address(bus.address))
@@ -296,8 +319,9 @@ final class PAMIntegrationTests: PAMTestCase {
         for attempt in 0..<150 where !locked {
             if attempt % 10 == 0 {
                 try screenSaver.sync { bus in
-                    try bus.emitSignal(path: "/org/freedesktop/ScreenSaver", interface: "org.freedesktop.ScreenSaver",
-                                       member: "ActiveChanged", [.boolean(true)])
+                    try bus.emitSignal(
+                        path: "/org/freedesktop/ScreenSaver", interface: "org.freedesktop.ScreenSaver",
+                        member: "ActiveChanged", [.boolean(true)])
                 }
             }
             usleep(100_000)
@@ -308,8 +332,10 @@ final class PAMIntegrationTests: PAMTestCase {
         XCTAssertEqual(try cli(["find-generic-password", "-s", "afu", "-a", user, "-w"]).out, "kept\n")
 
         // The screen locker authenticates as the user.
-        let locker = try installService(["auth requisite pam_unix.so",
-                                         "auth optional \(Self.modulePath) agent=\(agentPath) debug"])
+        let locker = try installService([
+            "auth requisite pam_unix.so",
+            "auth optional \(Self.modulePath) agent=\(agentPath) debug",
+        ])
         let unlock = try asUser([Self.pamtester, locker, user, "authenticate"], input: password + "\n")
         XCTAssertEqual(unlock.status, 0, unlock.err)
         XCTAssertEqual(try readItem(), "s3cret")

@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import LatchkeyDBus
 import XCTest
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
 
 /// The introspection data of every kind of object, parsed and compared with the members the Secret
 /// Service specification (and the D-Bus specification's standard interfaces) give them: every method,
@@ -48,8 +49,10 @@ final class IntrospectionTests: SecretServiceTestCase {
             return delegate.node
         }
 
-        func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             depth += 1
             switch element {
             case "node" where depth == 2:
@@ -59,10 +62,13 @@ final class IntrospectionTests: SecretServiceTestCase {
             case "interface":
                 interface = attributes["name"]
             case "method", "signal":
-                current = Member(interface: interface ?? "?", kind: element, name: attributes["name"] ?? "", details: [])
+                current = Member(
+                    interface: interface ?? "?", kind: element, name: attributes["name"] ?? "", details: [])
             case "property":
-                node.members.insert(Member(interface: interface ?? "?", kind: "property", name: attributes["name"] ?? "",
-                                           details: ["\(attributes["type"] ?? ""):\(attributes["access"] ?? "")"]))
+                node.members.insert(
+                    Member(
+                        interface: interface ?? "?", kind: "property", name: attributes["name"] ?? "",
+                        details: ["\(attributes["type"] ?? ""):\(attributes["access"] ?? "")"]))
             case "arg":
                 var detail = "\(attributes["name"] ?? ""):\(attributes["type"] ?? "")"
                 if current?.kind == "method" { detail += ":\(attributes["direction"] ?? "in")" }
@@ -108,8 +114,9 @@ final class IntrospectionTests: SecretServiceTestCase {
             method(properties, "Get", "interface_name:s:in", "property_name:s:in", "value:v:out"),
             method(properties, "GetAll", "interface_name:s:in", "props:a{sv}:out"),
             method(properties, "Set", "interface_name:s:in", "property_name:s:in", "value:v:in"),
-            signal(properties, "PropertiesChanged", "interface_name:s", "changed_properties:a{sv}",
-                   "invalidated_properties:as"),
+            signal(
+                properties, "PropertiesChanged", "interface_name:s", "changed_properties:a{sv}",
+                "invalidated_properties:as"),
         ]
     }()
 
@@ -141,7 +148,9 @@ final class IntrospectionTests: SecretServiceTestCase {
             property(c, "Modified", "t", "read"),
             method(c, "Delete", "prompt:o:out"),
             method(c, "SearchItems", "attributes:a{ss}:in", "results:ao:out"),
-            method(c, "CreateItem", "properties:a{sv}:in", "secret:(oayays):in", "replace:b:in", "item:o:out", "prompt:o:out"),
+            method(
+                c, "CreateItem", "properties:a{sv}:in", "secret:(oayays):in", "replace:b:in", "item:o:out",
+                "prompt:o:out"),
             signal(c, "ItemCreated", "item:o"),
             signal(c, "ItemDeleted", "item:o"),
             signal(c, "ItemChanged", "item:o"),
@@ -176,13 +185,17 @@ final class IntrospectionTests: SecretServiceTestCase {
     // MARK: - The test
 
     private func introspect(_ client: SecretServiceClient, _ path: String) throws -> Node {
-        let xml = try XCTUnwrap(try client.call(path, "org.freedesktop.DBus.Introspectable", "Introspect").first?.string)
-        XCTAssertTrue(xml.hasPrefix("<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\""), xml)
+        let xml = try XCTUnwrap(
+            try client.call(path, "org.freedesktop.DBus.Introspectable", "Introspect").first?.string)
+        XCTAssertTrue(
+            xml.hasPrefix("<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\""), xml)
         return try Parser.parse(xml)
     }
 
-    private func assertMembers(_ node: Node, _ expected: Set<Member>, _ path: String,
-                               file: StaticString = #filePath, line: UInt = #line) {
+    private func assertMembers(
+        _ node: Node, _ expected: Set<Member>, _ path: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let wanted = expected.union(Self.standard)
         for missing in wanted.subtracting(node.members).sorted(by: { $0.description < $1.description }) {
             XCTFail("\(path) lacks \(missing)", file: file, line: line)
@@ -196,9 +209,14 @@ final class IntrospectionTests: SecretServiceTestCase {
         try createKeychain()
         let client = try SecretServiceClient(bus.address)
         let session = try client.openPlainSession()
-        let item = try XCTUnwrap(try client.call(SSPath.login, SSPath.collectionInterface, "CreateItem", [
-            .dictionary(keyType: "s", valueType: "v", []), SecretServiceClient.plainSecret(session, "x"), .boolean(false),
-        ]).first?.string)
+        let item = try XCTUnwrap(
+            try client.call(
+                SSPath.login, SSPath.collectionInterface, "CreateItem",
+                [
+                    .dictionary(keyType: "s", valueType: "v", []), SecretServiceClient.plainSecret(session, "x"),
+                    .boolean(false),
+                ]
+            ).first?.string)
 
         let service = try introspect(client, SSPath.service)
         assertMembers(service, Self.service, SSPath.service)
@@ -219,8 +237,11 @@ final class IntrospectionTests: SecretServiceTestCase {
         XCTAssertEqual(sessionNode.children, [])
 
         XCTAssertEqual(try cli(["lock"]).status, 0)
-        let prompt = try XCTUnwrap(try client.call(SSPath.service, SSPath.serviceInterface, "Unlock",
-                                                   [.array(elementType: "o", [.objectPath(SSPath.login)])]).last?.string)
+        let prompt = try XCTUnwrap(
+            try client.call(
+                SSPath.service, SSPath.serviceInterface, "Unlock",
+                [.array(elementType: "o", [.objectPath(SSPath.login)])]
+            ).last?.string)
         let promptNode = try introspect(client, prompt)
         assertMembers(promptNode, Self.prompt, prompt)
         XCTAssertEqual(promptNode.children, [])

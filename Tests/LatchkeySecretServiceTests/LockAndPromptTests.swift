@@ -2,6 +2,7 @@ import Foundation
 import LatchkeyDBus
 import LatchkeyTestSupport
 import XCTest
+
 @testable import Latchkey
 
 /// Lock state shared with the SecItem side, the Unlock prompt through the prompter, dismissal and
@@ -22,8 +23,9 @@ final class LockAndPromptTests: SecretServiceTestCase {
         XCTAssertEqual(stored.status, 0, stored.err)
         client = try SecretServiceClient(bus.address)
         try client.watchSignals()
-        let found = try client.call(SSPath.service, SSPath.serviceInterface, "SearchItems",
-                                    [SecretServiceClient.attributes([("service", "s")])])
+        let found = try client.call(
+            SSPath.service, SSPath.serviceInterface, "SearchItems",
+            [SecretServiceClient.attributes([("service", "s")])])
         item = try XCTUnwrap(found.first?.elements?.first?.string)
     }
 
@@ -37,8 +39,9 @@ final class LockAndPromptTests: SecretServiceTestCase {
     }
 
     private func unlockPrompt() throws -> String {
-        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "Unlock",
-                                    [.array(elementType: "o", [.objectPath(SSPath.login)])])
+        let reply = try client.call(
+            SSPath.service, SSPath.serviceInterface, "Unlock",
+            [.array(elementType: "o", [.objectPath(SSPath.login)])])
         XCTAssertEqual(reply.first?.elements, [], "nothing was unlocked without a prompt")
         let prompt = try XCTUnwrap(reply.last?.string)
         XCTAssertTrue(prompt.hasPrefix("/org/freedesktop/secrets/prompt/"), prompt)
@@ -56,7 +59,8 @@ final class LockAndPromptTests: SecretServiceTestCase {
         /// The command name and parent of `pid`, from /proc/pid/stat ("pid (comm) state ppid ...").
         func stat(_ pid: String) -> (command: String, parent: pid_t)? {
             guard let text = TestProcess.readProcFile("/proc/\(pid)/stat"), let open = text.firstIndex(of: "("),
-                  let close = text.lastIndex(of: ")") else { return nil }
+                let close = text.lastIndex(of: ")")
+            else { return nil }
             let fields = text[text.index(after: close)...].split(separator: " ")
             guard fields.count > 1, let parent = pid_t(fields[1]) else { return nil }
             return (String(text[text.index(after: open)..<close]), parent)
@@ -77,69 +81,97 @@ final class LockAndPromptTests: SecretServiceTestCase {
         XCTAssertEqual(try locked(SSPath.defaultAlias, SSPath.collectionInterface), true)
         XCTAssertEqual(try locked(item, SSPath.itemInterface), true)
         // The change is announced, whatever locked the keychain.
-        XCTAssertNotNil(client.signals.wait {
-            $0.path == SSPath.login && $0.member == "PropertiesChanged" && ($0.arguments.count == 3)
-                && ($0.arguments[1].stringKeyedEntries?["Locked"]?.variantValue == .boolean(true))
-        }, "PropertiesChanged(Locked) on the collection")
+        XCTAssertNotNil(
+            client.signals.wait {
+                $0.path == SSPath.login && $0.member == "PropertiesChanged" && ($0.arguments.count == 3)
+                    && ($0.arguments[1].stringKeyedEntries?["Locked"]?.variantValue == .boolean(true))
+            }, "PropertiesChanged(Locked) on the collection")
 
         let session = try client.openPlainSession()
-        XCTAssertEqual(client.errorName(item, SSPath.itemInterface, "GetSecret", [.objectPath(session)]),
-                       "org.freedesktop.Secret.Error.IsLocked")
+        XCTAssertEqual(
+            client.errorName(item, SSPath.itemInterface, "GetSecret", [.objectPath(session)]),
+            "org.freedesktop.Secret.Error.IsLocked")
         // GetSecrets leaves a locked item out, as gnome-keyring does (testGetSecretsLeavesOutLockedItems).
-        XCTAssertEqual(try client.call(SSPath.service, SSPath.serviceInterface, "GetSecrets",
-                                       [.array(elementType: "o", [.objectPath(item)]), .objectPath(session)]),
-                       [.array(elementType: "{o(oayays)}", [])])
-        XCTAssertEqual(client.errorName(SSPath.login, SSPath.collectionInterface, "CreateItem", [
-            .dictionary(keyType: "s", valueType: "v", []), SecretServiceClient.plainSecret(session, "x"), .boolean(false),
-        ]), "org.freedesktop.Secret.Error.IsLocked")
+        XCTAssertEqual(
+            try client.call(
+                SSPath.service, SSPath.serviceInterface, "GetSecrets",
+                [.array(elementType: "o", [.objectPath(item)]), .objectPath(session)]),
+            [.array(elementType: "{o(oayays)}", [])])
+        XCTAssertEqual(
+            client.errorName(
+                SSPath.login, SSPath.collectionInterface, "CreateItem",
+                [
+                    .dictionary(keyType: "s", valueType: "v", []), SecretServiceClient.plainSecret(session, "x"),
+                    .boolean(false),
+                ]), "org.freedesktop.Secret.Error.IsLocked")
         // A locked item's label and attributes are sealed: they read as empty.
         XCTAssertEqual(try client.property(item, SSPath.itemInterface, "Label"), .string(""))
         // SearchItems still finds it, as locked.
-        let found = try client.call(SSPath.service, SSPath.serviceInterface, "SearchItems",
-                                    [SecretServiceClient.attributes([("service", "s"), ("account", "a")])])
+        let found = try client.call(
+            SSPath.service, SSPath.serviceInterface, "SearchItems",
+            [SecretServiceClient.attributes([("service", "s"), ("account", "a")])])
         XCTAssertEqual(found.first?.elements, [])
         XCTAssertEqual(found.last?.elements, [.objectPath(item)])
         // The SecItem side agrees.
         var data: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "s",
-                                            kSecReturnData: true] as NSDictionary, &data), errSecInteractionNotAllowed)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "s",
+                    kSecReturnData: true,
+                ] as NSDictionary, &data), errSecInteractionNotAllowed)
 
         // Service.Lock is `latchkey lock` too.
         XCTAssertEqual(try cli(["unlock", "--password-stdin"], input: "\(Self.password)\n").status, 0)
         XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), false)
-        let lockReply = try client.call(SSPath.service, SSPath.serviceInterface, "Lock",
-                                        [.array(elementType: "o", [.objectPath(SSPath.login)])])
+        let lockReply = try client.call(
+            SSPath.service, SSPath.serviceInterface, "Lock",
+            [.array(elementType: "o", [.objectPath(SSPath.login)])])
         XCTAssertEqual(lockReply.first?.elements, [.objectPath(SSPath.login)])
         XCTAssertEqual(lockReply.last, .objectPath("/"))
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "s",
-                                            kSecReturnData: true] as NSDictionary, &data), errSecInteractionNotAllowed)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "s",
+                    kSecReturnData: true,
+                ] as NSDictionary, &data), errSecInteractionNotAllowed)
     }
 
     func testGetSecretsLeavesOutLockedItemsAndReturnsTheOthers() throws {
         try prepare()
         // An AfterFirstUnlock item made through SecItem stays readable after a screen lock.
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "ck",
-                                   kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
-                                   kSecValueData: Data("still readable".utf8)] as NSDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "ck",
+                    kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
+                    kSecValueData: Data("still readable".utf8),
+                ] as NSDictionary, nil), errSecSuccess)
         try lockWithCLI()
-        let found = try client.call(SSPath.service, SSPath.serviceInterface, "SearchItems",
-                                    [SecretServiceClient.attributes([("service", "s")])])
+        let found = try client.call(
+            SSPath.service, SSPath.serviceInterface, "SearchItems",
+            [SecretServiceClient.attributes([("service", "s")])])
         let readable = try XCTUnwrap(found.first?.elements?.first?.string)
         XCTAssertEqual(found.last?.elements, [.objectPath(item)])
 
         let session = try client.openPlainSession()
         let paths = [item, readable, SSPath.login + "/00112233445566778899aabbccddeeff", SSPath.login, "/not/ours"]
-        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "GetSecrets",
-                                    [.array(elementType: "o", paths.map { .objectPath($0) }), .objectPath(session)])
+        let reply = try client.call(
+            SSPath.service, SSPath.serviceInterface, "GetSecrets",
+            [.array(elementType: "o", paths.map { .objectPath($0) }), .objectPath(session)])
         let entries = try XCTUnwrap(reply.first?.elements)
         XCTAssertEqual(entries.count, 1, "only the unlocked item: locked ones and paths that name no item are left out")
         guard case .dictEntry(let path, let secret)? = entries.first else { return XCTFail("not a dictionary entry") }
         XCTAssertEqual(path, .objectPath(readable))
         XCTAssertEqual(SecretServiceClient.bytes(secret.fields?[2]), Array("still readable".utf8))
         // Errors that are not about one item still fail the call.
-        XCTAssertEqual(client.errorName(SSPath.service, SSPath.serviceInterface, "GetSecrets", [
-            .array(elementType: "o", [.objectPath(readable)]), .objectPath("/org/freedesktop/secrets/session/999"),
-        ]), "org.freedesktop.Secret.Error.NoSession")
+        XCTAssertEqual(
+            client.errorName(
+                SSPath.service, SSPath.serviceInterface, "GetSecrets",
+                [
+                    .array(elementType: "o", [.objectPath(readable)]),
+                    .objectPath("/org/freedesktop/secrets/session/999"),
+                ]), "org.freedesktop.Secret.Error.NoSession")
         // libsecret (which asks GetSecrets for what it found unlocked) reads the readable item.
         let result = try secretTool(["search", "--all", "service", "s"])
         XCTAssertEqual(result.status, 0, result.err)
@@ -160,11 +192,13 @@ final class LockAndPromptTests: SecretServiceTestCase {
         XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), false)
         XCTAssertEqual(try secretTool(["lookup", "service", "s", "account", "a"]).out, "the secret")
         // The prompt is gone once completed.
-        XCTAssertEqual(client.errorName(prompt, SSPath.promptInterface, "Prompt", [.string("")]),
-                       "org.freedesktop.Secret.Error.NoSuchObject")
+        XCTAssertEqual(
+            client.errorName(prompt, SSPath.promptInterface, "Prompt", [.string("")]),
+            "org.freedesktop.Secret.Error.NoSuchObject")
         // An unlocked keychain needs no prompt.
-        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "Unlock",
-                                    [.array(elementType: "o", [.objectPath(SSPath.login), .objectPath(item)])])
+        let reply = try client.call(
+            SSPath.service, SSPath.serviceInterface, "Unlock",
+            [.array(elementType: "o", [.objectPath(SSPath.login), .objectPath(item)])])
         XCTAssertEqual(reply.first?.elements, [.objectPath(SSPath.login), .objectPath(item)])
         XCTAssertEqual(reply.last, .objectPath("/"))
     }
@@ -222,7 +256,8 @@ final class LockAndPromptTests: SecretServiceTestCase {
         // Another connection cannot drive someone else's prompt.
         prompt = try unlockPrompt()
         let other = try SecretServiceClient(bus.address)
-        XCTAssertEqual(other.errorName(prompt, SSPath.promptInterface, "Dismiss"), "org.freedesktop.Secret.Error.NoSuchObject")
+        XCTAssertEqual(
+            other.errorName(prompt, SSPath.promptInterface, "Dismiss"), "org.freedesktop.Secret.Error.NoSuchObject")
         XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
     }
 
@@ -241,26 +276,33 @@ final class LockAndPromptTests: SecretServiceTestCase {
     func testCreateCollectionWhileLockedGoesThroughAPrompt() throws {
         try prepare()
         try lockWithCLI()
-        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "CreateCollection", [
-            .dictionary(keyType: "s", valueType: "v", [(.string("org.freedesktop.Secret.Collection.Label"), .variant(.string("Later")))]),
-            .string(""),
-        ])
+        let reply = try client.call(
+            SSPath.service, SSPath.serviceInterface, "CreateCollection",
+            [
+                .dictionary(
+                    keyType: "s", valueType: "v",
+                    [(.string("org.freedesktop.Secret.Collection.Label"), .variant(.string("Later")))]),
+                .string(""),
+            ])
         XCTAssertEqual(reply.first, .objectPath("/"))
         let prompt = try XCTUnwrap(reply.last?.string)
         try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
         let done = try XCTUnwrap(completed(prompt))
         XCTAssertEqual(done.arguments.first, .boolean(false))
         XCTAssertEqual(done.arguments.last?.variantValue, .objectPath("/org/freedesktop/secrets/collection/Later"))
-        XCTAssertEqual(try client.property("/org/freedesktop/secrets/collection/Later", SSPath.collectionInterface, "Label"),
-                       .string("Later"))
+        XCTAssertEqual(
+            try client.property("/org/freedesktop/secrets/collection/Later", SSPath.collectionInterface, "Label"),
+            .string("Later"))
     }
 
     func testLockAllMakesSearchesLockedNotEmpty() throws {
         try prepare()
         XCTAssertEqual(try cli(["lock", "--all"]).status, 0)
-        XCTAssertEqual(client.errorName(SSPath.service, SSPath.serviceInterface, "SearchItems",
-                                        [SecretServiceClient.attributes([("service", "s")])]),
-                       "org.freedesktop.Secret.Error.IsLocked")
+        XCTAssertEqual(
+            client.errorName(
+                SSPath.service, SSPath.serviceInterface, "SearchItems",
+                [SecretServiceClient.attributes([("service", "s")])]),
+            "org.freedesktop.Secret.Error.IsLocked")
         XCTAssertEqual(try client.property(SSPath.login, SSPath.collectionInterface, "Items")?.elements, [])
         XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
         let failed = try secretTool(["lookup", "service", "s", "account", "a"])

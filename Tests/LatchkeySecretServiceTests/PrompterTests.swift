@@ -1,6 +1,7 @@
 import Foundation
 import LatchkeyDBus
 import XCTest
+
 @testable import LatchkeySecretService
 
 /// The prompter's hygiene (docs/SECRET-SERVICE.md §5): the environment it runs with, and that a
@@ -11,19 +12,21 @@ final class PrompterTests: SecretServiceTestCase {
 
     func testThePrompterGetsOnlyWhatAPinentryNeeds() throws {
         // The agent starts with this environment (the library passes its own on).
-        let planted = ["DISPLAY": ":42", "XAUTHORITY": "/tmp/xauth-test", "LANG": "C.UTF-8", "LC_TIME": "C",
-                       "GPG_TTY": "/dev/pts/42", "TERM": "xterm", "SSH_AUTH_SOCK": "/tmp/agent.leak",
-                       "LATCHKEY_TEST_SECRET": "must not reach the prompter", "LD_PRELOAD": ""]
+        let planted = [
+            "DISPLAY": ":42", "XAUTHORITY": "/tmp/xauth-test", "LANG": "C.UTF-8", "LC_TIME": "C",
+            "GPG_TTY": "/dev/pts/42", "TERM": "xterm", "SSH_AUTH_SOCK": "/tmp/agent.leak",
+            "LATCHKEY_TEST_SECRET": "must not reach the prompter", "LD_PRELOAD": "",
+        ]
         for (name, value) in planted { setenv(name, value, 1) }
         defer { for name in planted.keys { unsetenv(name) } }
         // A prompter that records its environment, then answers like the file prompter.
         let dump = base + "/prompter.env"
         let wrapper = base + "/recording-prompter"
         try """
-            #!/bin/sh
-            env > "\(dump)"
-            exec "\(Self.prompter)"
-            """.write(toFile: wrapper, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        env > "\(dump)"
+        exec "\(Self.prompter)"
+        """.write(toFile: wrapper, atomically: true, encoding: .utf8)
         chmod(wrapper, 0o755)
         setenv("LATCHKEY_PROMPTER", wrapper, 1)
 
@@ -31,8 +34,9 @@ final class PrompterTests: SecretServiceTestCase {
         XCTAssertEqual(try cli(["lock"]).status, 0)
         let client = try SecretServiceClient(bus.address)
         try client.watchSignals()
-        let reply = try client.call(SSPath.service, SSPath.serviceInterface, "Unlock",
-                                    [.array(elementType: "o", [.objectPath(SSPath.login)])])
+        let reply = try client.call(
+            SSPath.service, SSPath.serviceInterface, "Unlock",
+            [.array(elementType: "o", [.objectPath(SSPath.login)])])
         let prompt = try XCTUnwrap(reply.last?.string)
         try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
         let done = try XCTUnwrap(client.signals.wait(timeout: 20) { $0.path == prompt && $0.member == "Completed" })
@@ -50,8 +54,10 @@ final class PrompterTests: SecretServiceTestCase {
         XCTAssertEqual(environment["XDG_RUNTIME_DIR"], runtimeDirectory)
         XCTAssertEqual(environment["LATCHKEY_PROMPTER_FILE"], passwordFile, "meant for the prompter")
         XCTAssertNotNil(environment["PATH"])
-        for name in ["SSH_AUTH_SOCK", "LATCHKEY_TEST_SECRET", "LD_PRELOAD", "LATCHKEYD", "LATCHKEY_PROMPTER",
-                     "XDG_DATA_HOME", "DBUS_SYSTEM_BUS_ADDRESS"] {
+        for name in [
+            "SSH_AUTH_SOCK", "LATCHKEY_TEST_SECRET", "LD_PRELOAD", "LATCHKEYD", "LATCHKEY_PROMPTER",
+            "XDG_DATA_HOME", "DBUS_SYSTEM_BUS_ADDRESS",
+        ] {
             XCTAssertNil(environment[name], "\(name) reached the prompter")
         }
         let allowed = PrompterEnvironment.names.union(Self.shellVariables)
@@ -61,17 +67,24 @@ final class PrompterTests: SecretServiceTestCase {
     }
 
     func testTheEnvironmentIsBuiltFromAnAllowList() {
-        let agent = ["PATH=/opt/bin", "HOME=/home/u", "DISPLAY=:0", "LC_ALL=C", "LC_MESSAGES=de_DE.UTF-8",
-                     "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus", "LD_PRELOAD=/tmp/evil.so",
-                     "LATCHKEY_PROMPTER=pinentry", "LATCHKEY_PROMPTER_FILE=/f", "LISTEN_FDS=1", "NOTIFY_SOCKET=/x",
-                     "PATH=/second", "malformed"]
-        XCTAssertEqual(PrompterEnvironment.build(from: agent, busAddress: nil),
-                       ["PATH=/opt/bin", "HOME=/home/u", "DISPLAY=:0", "LC_ALL=C", "LC_MESSAGES=de_DE.UTF-8",
-                        "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus", "LATCHKEY_PROMPTER_FILE=/f"])
+        let agent = [
+            "PATH=/opt/bin", "HOME=/home/u", "DISPLAY=:0", "LC_ALL=C", "LC_MESSAGES=de_DE.UTF-8",
+            "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus", "LD_PRELOAD=/tmp/evil.so",
+            "LATCHKEY_PROMPTER=pinentry", "LATCHKEY_PROMPTER_FILE=/f", "LISTEN_FDS=1", "NOTIFY_SOCKET=/x",
+            "PATH=/second", "malformed",
+        ]
+        XCTAssertEqual(
+            PrompterEnvironment.build(from: agent, busAddress: nil),
+            [
+                "PATH=/opt/bin", "HOME=/home/u", "DISPLAY=:0", "LC_ALL=C", "LC_MESSAGES=de_DE.UTF-8",
+                "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus", "LATCHKEY_PROMPTER_FILE=/f",
+            ])
         // The service's own bus wins over the agent's variable; PATH is never missing.
-        XCTAssertEqual(PrompterEnvironment.build(from: ["DBUS_SESSION_BUS_ADDRESS=unix:path=/old", "TERM=vt100"],
-                                                 busAddress: "unix:path=/handed/over"),
-                       ["TERM=vt100", "PATH=/usr/local/bin:/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS=unix:path=/handed/over"])
+        XCTAssertEqual(
+            PrompterEnvironment.build(
+                from: ["DBUS_SESSION_BUS_ADDRESS=unix:path=/old", "TERM=vt100"],
+                busAddress: "unix:path=/handed/over"),
+            ["TERM=vt100", "PATH=/usr/local/bin:/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS=unix:path=/handed/over"])
     }
 
     /// Starts `/bin/sleep 60` as our child.

@@ -1,6 +1,7 @@
 import Foundation
 import LatchkeyTestSupport
 import XCTest
+
 @testable import Latchkey
 
 /// Python `secretstorage` and `keyring` (from PyPI, in a virtual environment that `scripts/install-deps`
@@ -24,8 +25,12 @@ final class PythonClientTests: SecretServiceTestCase {
         guard made.status == 0 else {
             throw XCTSkip("cannot create a virtual environment at \(venv) (apt-get install python3-venv): \(made.err)")
         }
-        let installed = try TestProcess.run(python, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                                     "secretstorage", "keyring"])
+        let installed = try TestProcess.run(
+            python,
+            [
+                "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                "secretstorage", "keyring",
+            ])
         guard installed.status == 0, check() else {
             throw XCTSkip("cannot install secretstorage and keyring from PyPI into \(venv): \(installed.err)")
         }
@@ -42,7 +47,8 @@ final class PythonClientTests: SecretServiceTestCase {
     func testSecretStorageRoundTripWithDHSession() throws {
         _ = try Self.python()
         try createKeychain()
-        let result = try runPython("""
+        let result = try runPython(
+            """
             import secretstorage
             conn = secretstorage.dbus_init()
             coll = secretstorage.get_default_collection(conn)
@@ -78,24 +84,41 @@ final class PythonClientTests: SecretServiceTestCase {
         XCTAssertEqual(result.out, "ok\n")
         // The plain (service, account) item is the SecItem item of that service and account.
         var data: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "py", kSecAttrAccount: "me",
-                                            kSecReturnData: true] as NSDictionary, &data), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "py", kSecAttrAccount: "me",
+                    kSecReturnData: true,
+                ] as NSDictionary, &data), errSecSuccess)
         XCTAssertEqual((data as? Data).map { String(decoding: $0, as: UTF8.self) }, "plain")
     }
 
     func testKeyringRoundTripAndCrossingToSecItem() throws {
         _ = try Self.python()
         try createKeychain()
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "from-secitem",
-                                   kSecAttrAccount: "user", kSecValueData: Data("apple".utf8)] as NSDictionary, nil),
-                       errSecSuccess)
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
-                                   kSecAttrAccount: "user", kSecValueData: Data("old".utf8)] as NSDictionary, nil),
-                       errSecSuccess)
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "deleted-by-keyring",
-                                   kSecAttrAccount: "user", kSecValueData: Data("x".utf8)] as NSDictionary, nil),
-                       errSecSuccess)
-        let result = try runPython("""
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "from-secitem",
+                    kSecAttrAccount: "user", kSecValueData: Data("apple".utf8),
+                ] as NSDictionary, nil),
+            errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
+                    kSecAttrAccount: "user", kSecValueData: Data("old".utf8),
+                ] as NSDictionary, nil),
+            errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "deleted-by-keyring",
+                    kSecAttrAccount: "user", kSecValueData: Data("x".utf8),
+                ] as NSDictionary, nil),
+            errSecSuccess)
+        let result = try runPython(
+            """
             import keyring
             from keyring.backends import SecretService
             keyring.set_keyring(SecretService.Keyring())
@@ -128,27 +151,44 @@ final class PythonClientTests: SecretServiceTestCase {
         XCTAssertEqual(result.out, "ok\n")
         // keyring's item (application, service, username) is found by SecItem through svce/acct.
         var data: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "py-service",
-                                            kSecAttrAccount: "py-user", kSecReturnData: true] as NSDictionary, &data),
-                       errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "py-service",
+                    kSecAttrAccount: "py-user", kSecReturnData: true,
+                ] as NSDictionary, &data),
+            errSecSuccess)
         XCTAssertEqual((data as? Data).map { String(decoding: $0, as: UTF8.self) }, "changed")
         // The SecItem items keyring changed and deleted.
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
-                                            kSecAttrAccount: "user", kSecReturnData: true] as NSDictionary, &data),
-                       errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
+                    kSecAttrAccount: "user", kSecReturnData: true,
+                ] as NSDictionary, &data),
+            errSecSuccess)
         XCTAssertEqual((data as? Data).map { String(decoding: $0, as: UTF8.self) }, "new")
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
-                                   kSecAttrAccount: "user", kSecValueData: Data("again".utf8)] as NSDictionary, nil),
-                       errSecDuplicateItem, "still the one generic password of that service and account")
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "deleted-by-keyring",
-                                            kSecReturnData: true] as NSDictionary, &data), errSecItemNotFound)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "rotated-by-keyring",
+                    kSecAttrAccount: "user", kSecValueData: Data("again".utf8),
+                ] as NSDictionary, nil),
+            errSecDuplicateItem, "still the one generic password of that service and account")
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "deleted-by-keyring",
+                    kSecReturnData: true,
+                ] as NSDictionary, &data), errSecItemNotFound)
     }
 
     func testKeyringUnlocksALockedKeychainThroughThePrompter() throws {
         _ = try Self.python()
         try createKeychain()
         XCTAssertEqual(try cli(["lock"]).status, 0)
-        let result = try runPython("""
+        let result = try runPython(
+            """
             import keyring
             from keyring.backends import SecretService
             keyring.set_keyring(SecretService.Keyring())

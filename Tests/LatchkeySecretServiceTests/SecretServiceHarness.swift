@@ -1,9 +1,10 @@
 import Foundation
 import LatchkeyDBus
+import LatchkeySecrets
 import LatchkeyTestSupport
 import XCTest
+
 @testable import Latchkey
-import LatchkeySecrets
 
 /// Runs each test against the real `latchkeyd` on a private session `dbus-daemon`, in temporary XDG
 /// directories, with the non-interactive file prompter of contrib/dbus (docs/SECRET-SERVICE.md §5).
@@ -29,8 +30,9 @@ class SecretServiceTestCase: XCTestCase {
         runtimeDirectory = base + "/run"
         dataDirectory = base + "/data"
         passwordFile = base + "/password"
-        try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: runtimeDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         try "\(Self.password)\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         setenv("XDG_RUNTIME_DIR", runtimeDirectory, 1)
         setenv("XDG_DATA_HOME", dataDirectory, 1)
@@ -51,7 +53,9 @@ class SecretServiceTestCase: XCTestCase {
         AgentClient.shared.resetConnection()
         bus?.stop()
         bus = nil
-        for name in ["DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "LATCHKEY_PROMPTER", "LATCHKEY_PROMPTER_FILE"] {
+        for name in [
+            "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "LATCHKEY_PROMPTER", "LATCHKEY_PROMPTER_FILE",
+        ] {
             unsetenv(name)
         }
         try? FileManager.default.removeItem(atPath: base)
@@ -62,8 +66,9 @@ class SecretServiceTestCase: XCTestCase {
     /// Creates the keychain (cheap Argon2id, tests only) with the password the prompter knows; this
     /// starts the agent, and waits until it owns `org.freedesktop.secrets` when there is a bus.
     func createKeychain(waitForName: Bool = true) throws {
-        try KeychainControl.create(password: SecretBytes(copying: Array(Self.password.utf8)),
-                                   options: .init(timeCost: 1, memoryKiB: 8192, parallelism: 1, allowWeak: true))
+        try KeychainControl.create(
+            password: SecretBytes(copying: Array(Self.password.utf8)),
+            options: .init(timeCost: 1, memoryKiB: 8192, parallelism: 1, allowWeak: true))
         if waitForName && wantsBus { try waitForServiceName() }
     }
 
@@ -73,9 +78,11 @@ class SecretServiceTestCase: XCTestCase {
         let end = Date().addingTimeInterval(timeout)
         while Date() < end {
             let owned = try client.sync { bus in
-                try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                             interface: "org.freedesktop.DBus", member: "NameHasOwner",
-                             [.string("org.freedesktop.secrets")]).arguments().first?.bool ?? false
+                try bus.call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus", member: "NameHasOwner",
+                    [.string("org.freedesktop.secrets")]
+                ).arguments().first?.bool ?? false
             }
             if owned { return }
             usleep(20_000)
@@ -136,11 +143,15 @@ final class SecretServiceClient {
 
     /// Calls a method on the service; returns the reply's arguments or throws its `BusError`.
     @discardableResult
-    func call(_ path: String, _ interface: String, _ member: String, _ arguments: [BusValue] = [],
-              timeout: Duration = .seconds(20)) throws -> [BusValue] {
+    func call(
+        _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue] = [],
+        timeout: Duration = .seconds(20)
+    ) throws -> [BusValue] {
         try connection.sync { bus in
-            try bus.call(destination: "org.freedesktop.secrets", path: path, interface: interface, member: member,
-                         arguments, timeout: timeout).arguments()
+            try bus.call(
+                destination: "org.freedesktop.secrets", path: path, interface: interface, member: member,
+                arguments, timeout: timeout
+            ).arguments()
         }
     }
 
@@ -155,12 +166,14 @@ final class SecretServiceClient {
     }
 
     func property(_ path: String, _ interface: String, _ name: String) throws -> BusValue? {
-        try call(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)]).first?.variantValue
+        try call(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)]).first?
+            .variantValue
     }
 
     /// Opens a `plain` session; returns its path.
     func openPlainSession() throws -> String {
-        let reply = try call(SSPath.service, SSPath.serviceInterface, "OpenSession", [.string("plain"), .variant(.string(""))])
+        let reply = try call(
+            SSPath.service, SSPath.serviceInterface, "OpenSession", [.string("plain"), .variant(.string(""))])
         return try XCTUnwrap(reply.last?.string)
     }
 
@@ -170,8 +183,10 @@ final class SecretServiceClient {
         try connection.sync { bus in
             _ = try bus.addMatch(Bus.signalRule(pathNamespace: "/org/freedesktop/secrets")) { message in
                 let arguments = (try? message.arguments()) ?? []
-                log.append(.init(path: message.path ?? "", interface: message.interface ?? "",
-                                 member: message.member ?? "", arguments: arguments))
+                log.append(
+                    .init(
+                        path: message.path ?? "", interface: message.interface ?? "",
+                        member: message.member ?? "", arguments: arguments))
             }
         }
     }

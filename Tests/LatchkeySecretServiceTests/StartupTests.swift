@@ -2,6 +2,7 @@ import Foundation
 import LatchkeyDBus
 import LatchkeyTestSupport
 import XCTest
+
 @testable import Latchkey
 
 /// Sharing the bus: another owner of the name, no session bus, and D-Bus activation in both orders
@@ -9,19 +10,30 @@ import XCTest
 final class StartupTests: SecretServiceTestCase {
     private func secItemWorks(file: StaticString = #filePath, line: UInt = #line) {
         let account = UUID().uuidString
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "startup", kSecAttrAccount: account,
-                                   kSecValueData: Data("x".utf8)] as NSDictionary, nil), errSecSuccess, file: file, line: line)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "startup", kSecAttrAccount: account,
+                    kSecValueData: Data("x".utf8),
+                ] as NSDictionary, nil), errSecSuccess, file: file, line: line)
         var data: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: account,
-                                            kSecReturnData: true] as NSDictionary, &data), errSecSuccess, file: file, line: line)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: account,
+                    kSecReturnData: true,
+                ] as NSDictionary, &data), errSecSuccess, file: file, line: line)
     }
 
     private func owner(_ client: BusConnection) throws -> pid_t? {
         try client.sync { bus -> pid_t? in
-            guard let reply = try? bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                            interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID",
-                                            [.string("org.freedesktop.secrets")]),
-                  let pid = try reply.arguments().first?.uint32 else { return nil }
+            guard
+                let reply = try? bus.call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID",
+                    [.string("org.freedesktop.secrets")]),
+                let pid = try reply.arguments().first?.uint32
+            else { return nil }
             return pid_t(pid)
         }
     }
@@ -61,7 +73,8 @@ final class StartupTests: SecretServiceTestCase {
         defer { activation.stop() }
         setenv("DBUS_SESSION_BUS_ADDRESS", activation.address, 1)
 
-        let stored = try secretTool(["store", "--label", "activated", "service", "act", "account", "a"], input: "on demand")
+        let stored = try secretTool(
+            ["store", "--label", "activated", "service", "act", "account", "a"], input: "on demand")
         XCTAssertEqual(stored.status, 0, stored.err + agentLog())
         let client = try BusConnection(.address(activation.address))
         defer { client.close() }
@@ -82,12 +95,14 @@ final class StartupTests: SecretServiceTestCase {
         AgentClient.shared.resetConnection()
         // Any client of the bus can change what activated services start with, as malware running as
         // the user would, to keep a locked screen from ever locking the keychain: the agent ignores it.
-        let update = try TestProcess.run("/usr/bin/dbus-update-activation-environment",
-                                         ["LATCHKEY_LOCK_GRACE=86400", "LATCHKEY_LOG_LIMIT=1", "LATCHKEY_MAX_SESSIONS=1"])
+        let update = try TestProcess.run(
+            "/usr/bin/dbus-update-activation-environment",
+            ["LATCHKEY_LOCK_GRACE=86400", "LATCHKEY_LOG_LIMIT=1", "LATCHKEY_MAX_SESSIONS=1"])
         XCTAssertEqual(update.status, 0, update.err)
 
-        XCTAssertEqual(try secretTool(["store", "--label", "x", "service", "act2", "account", "b"], input: "v").status,
-                       0, agentLog())
+        XCTAssertEqual(
+            try secretTool(["store", "--label", "x", "service", "act2", "account", "b"], input: "v").status,
+            0, agentLog())
         XCTAssertNotNil(agentPID(), "the activated process is the agent")
         // An activated agent's standard error is the bus daemon's.
         let activatedLog = (try? String(contentsOfFile: activation.directory + "/daemon.log", encoding: .utf8)) ?? ""
@@ -115,13 +130,16 @@ final class ActivationBus {
     func start() throws {
         let services = directory + "/services"
         try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
-        let template = try String(contentsOfFile: SecretServiceTestCase.repository + "/contrib/dbus/org.freedesktop.secrets.service",
-                                  encoding: .utf8)
+        let template = try String(
+            contentsOfFile: SecretServiceTestCase.repository + "/contrib/dbus/org.freedesktop.secrets.service",
+            encoding: .utf8)
         // An activated agent ignores LATCHKEY_PROMPTER (any client can change the activation
         // environment), so the test prompter is named in the service file, as an admin would.
         try template.replacingOccurrences(of: "/usr/local/bin/latchkeyd", with: TestProcess.binDirectory + "/latchkeyd")
-            .replacingOccurrences(of: "--secret-service-activation",
-                                  with: "--secret-service-activation --prompter \(SecretServiceTestCase.prompter)")
+            .replacingOccurrences(
+                of: "--secret-service-activation",
+                with: "--secret-service-activation --prompter \(SecretServiceTestCase.prompter)"
+            )
             .write(toFile: services + "/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"

@@ -1,9 +1,10 @@
 import Foundation
-import XCTest
-@testable import LatchkeyEngine
 import LatchkeyModel
-@testable import LatchkeySecretService
 import LatchkeySecrets
+import XCTest
+
+@testable import LatchkeyEngine
+@testable import LatchkeySecretService
 
 /// The Secret Service's collections, aliases and items on the engine (docs/SECRET-SERVICE.md), without D-Bus.
 final class SecretServiceKeychainTests: XCTestCase {
@@ -20,8 +21,9 @@ final class SecretServiceKeychainTests: XCTestCase {
     func testSecretToolStyleItemIsAGenericPasswordForSecItem() throws {
         let (kc, _) = try makeKeychain()
         let ss = kc.secretService
-        let made = try ss.createItem(in: login, label: "Foo bar", attributes: attrs(["service": "foo", "account": "bar"]),
-                                     secret: text("s3cret"), replace: true)
+        let made = try ss.createItem(
+            in: login, label: "Foo bar", attributes: attrs(["service": "foo", "account": "bar"]),
+            secret: text("s3cret"), replace: true)
         XCTAssertTrue(made.created)
         XCTAssertEqual(try kc.copy(genp("foo", "bar", ["r_Data": .bool(true)])), bytes("s3cret"))
         guard case .dictionary(let found)? = try kc.copy(genp("foo", "bar", ["r_Attributes": .bool(true)])) else {
@@ -35,10 +37,12 @@ final class SecretServiceKeychainTests: XCTestCase {
         XCTAssertNotEqual(status { _ = try kc.add(genp("x", "y", ["ss": .string("forged")])) }, 0)
         XCTAssertNotEqual(status { _ = try kc.copy(genp("foo", "bar", ["ss": .string("forged")])) }, 0)
         // The same (service, account) is the same genp item: Apple's uniqueness holds across the APIs.
-        XCTAssertEqual(status { _ = try kc.add(genp("foo", "bar", ["v_Data": bytes("other")])) }, SecStatus.duplicateItem)
+        XCTAssertEqual(
+            status { _ = try kc.add(genp("foo", "bar", ["v_Data": bytes("other")])) }, SecStatus.duplicateItem)
         // And secret-tool storing it again replaces it.
-        let again = try ss.createItem(in: login, label: "Foo bar", attributes: attrs(["service": "foo", "account": "bar"]),
-                                      secret: text("new"), replace: true)
+        let again = try ss.createItem(
+            in: login, label: "Foo bar", attributes: attrs(["service": "foo", "account": "bar"]),
+            secret: text("new"), replace: true)
         XCTAssertEqual(again.id, made.id)
         XCTAssertFalse(again.created)
         XCTAssertEqual(try kc.copy(genp("foo", "bar", ["r_Data": .bool(true)])), bytes("new"))
@@ -64,13 +68,15 @@ final class SecretServiceKeychainTests: XCTestCase {
         XCTAssertEqual(try ss.items(in: login).count, 2)
         XCTAssertEqual(try ss.search(attrs(["account": "alice", "extra": "x"])), [])
         // Replacing through Secret Service changes the SecItem item in place.
-        let replaced = try ss.createItem(in: login, label: "Mail 2", attributes: attrs(["service": "mail", "account": "bob"]),
-                                         secret: text("pw3"), replace: true)
+        let replaced = try ss.createItem(
+            in: login, label: "Mail 2", attributes: attrs(["service": "mail", "account": "bob"]),
+            secret: text("pw3"), replace: true)
         XCTAssertFalse(replaced.created)
         XCTAssertEqual(try kc.copy(genp("mail", "bob", ["r_Data": .bool(true)])), bytes("pw3"))
         // It keeps its view, `username` included, and its SecItem identity.
-        XCTAssertEqual(try ss.item(replaced.id, in: login).attributes,
-                       attrs(["service": "mail", "account": "bob", "username": "bob"]))
+        XCTAssertEqual(
+            try ss.item(replaced.id, in: login).attributes,
+            attrs(["service": "mail", "account": "bob", "username": "bob"]))
         XCTAssertEqual(status { _ = try kc.add(genp("mail", "bob")) }, SecStatus.duplicateItem)
     }
 
@@ -93,8 +99,9 @@ final class SecretServiceKeychainTests: XCTestCase {
         try ss.updateItem(found[0].id, in: login, label: "GitHub")
         XCTAssertEqual(status { _ = try kc.add(genp("github", "alice")) }, SecStatus.duplicateItem)
         try kc.update(genp("github", "alice"), ["acct": .string("alice2")])
-        XCTAssertEqual(try ss.item(found[0].id, in: login).attributes,
-                       attrs(["service": "github", "account": "alice2", "username": "alice2"]))
+        XCTAssertEqual(
+            try ss.item(found[0].id, in: login).attributes,
+            attrs(["service": "github", "account": "alice2", "username": "alice2"]))
         XCTAssertEqual(try ss.search(attrs(["service": "github", "username": "alice2"])).map(\.id), [found[0].id])
         XCTAssertEqual(status { _ = try kc.add(genp("github", "alice2")) }, SecStatus.duplicateItem)
     }
@@ -106,31 +113,38 @@ final class SecretServiceKeychainTests: XCTestCase {
         let viewed = try XCTUnwrap(ss.search(attrs(["service": "svc", "username": "u"])).first)
         // keyring.set_password("svc", "u", "new"): CreateItem(replace) with keyring's attributes.
         let keyring = attrs(["application": "Python keyring library", "service": "svc", "username": "u"])
-        let made = try ss.createItem(in: login, label: "Password for 'u' on 'svc'", attributes: keyring,
-                                     secret: text("new"), replace: true)
+        let made = try ss.createItem(
+            in: login, label: "Password for 'u' on 'svc'", attributes: keyring,
+            secret: text("new"), replace: true)
         XCTAssertFalse(made.created)
         XCTAssertEqual(made.id, viewed.id, "the account's SecItem item, not a second one")
         XCTAssertEqual(try kc.copy(genp("svc", "u", ["r_Data": .bool(true)])), bytes("new"))
-        XCTAssertEqual(try ss.item(made.id, in: login).attributes,
-                       attrs(["account": "u", "application": "Python keyring library", "service": "svc", "username": "u"]))
+        XCTAssertEqual(
+            try ss.item(made.id, in: login).attributes,
+            attrs(["account": "u", "application": "Python keyring library", "service": "svc", "username": "u"]))
         XCTAssertEqual(try ss.search(attrs(["service": "svc", "username": "u"])).map(\.id), [made.id])
         XCTAssertEqual(try ss.search(attrs(["service": "svc", "account": "u"])).map(\.id), [made.id])
         // It is still the generic password of (svc, u) for SecItem's uniqueness...
         XCTAssertEqual(status { _ = try kc.add(genp("svc", "u")) }, SecStatus.duplicateItem)
         // ...and keyring replacing it again changes it in place (now by its own attributes).
-        XCTAssertEqual(try ss.createItem(in: login, label: "again", attributes: keyring, secret: text("newer"),
-                                         replace: true).id, made.id)
+        XCTAssertEqual(
+            try ss.createItem(
+                in: login, label: "again", attributes: keyring, secret: text("newer"),
+                replace: true
+            ).id, made.id)
         XCTAssertEqual(try kc.copy(genp("svc", "u", ["r_Data": .bool(true)])), bytes("newer"))
         // replace = false never takes it over.
-        XCTAssertTrue(try ss.createItem(in: login, label: "", attributes: keyring, secret: text("dup"), replace: false).created)
+        XCTAssertTrue(
+            try ss.createItem(in: login, label: "", attributes: keyring, secret: text("dup"), replace: false).created)
     }
 
     func testKeyringStyleItemsMapUsernameToAccountAndKeepTheirOwnIdentity() throws {
         let (kc, _) = try makeKeychain()
         let ss = kc.secretService
         let keyring = attrs(["application": "Python keyring library", "service": "svc", "username": "u"])
-        _ = try ss.createItem(in: login, label: "Password for 'u' on 'svc'", attributes: keyring, secret: text("k"),
-                              replace: true)
+        _ = try ss.createItem(
+            in: login, label: "Password for 'u' on 'svc'", attributes: keyring, secret: text("k"),
+            replace: true)
         XCTAssertEqual(try kc.copy(genp("svc", "u", ["r_Data": .bool(true)])), bytes("k"))
         // Richer Secret Service items never collide with a SecItem item of the same svce/acct...
         XCTAssertEqual(status { _ = try kc.add(genp("svc", "u", ["v_Data": bytes("apple")])) }, 0)
@@ -170,7 +184,8 @@ final class SecretServiceKeychainTests: XCTestCase {
         let p1 = try ss.createItem(in: login, label: "p", attributes: plain, secret: text("1"), replace: false)
         let p2 = try ss.createItem(in: login, label: "p", attributes: plain, secret: text("2"), replace: false)
         XCTAssertNotEqual(p1.id, p2.id)
-        XCTAssertEqual(try kc.copy(genp("p", "q", ["r_Data": .bool(true)])), bytes("1"), "SecItem sees the older one first")
+        XCTAssertEqual(
+            try kc.copy(genp("p", "q", ["r_Data": .bool(true)])), bytes("1"), "SecItem sees the older one first")
     }
 
     func testQueriesWithMoreAttributesThanOneLookupJoins() throws {
@@ -181,15 +196,17 @@ final class SecretServiceKeychainTests: XCTestCase {
         let a = SecretAttributes((0..<20).map { .init("k\($0)", "v") })!
         let b = a.setting("k19", "other")
         for n in 0..<70 {
-            _ = try ss.createItem(in: login, label: "", attributes: attrs(["k19": "v", "n": "\(n)"]), secret: text(""),
-                                  replace: false)
+            _ = try ss.createItem(
+                in: login, label: "", attributes: attrs(["k19": "v", "n": "\(n)"]), secret: text(""),
+                replace: false)
         }
         let madeA = try ss.createItem(in: login, label: "a", attributes: a, secret: text("a"), replace: true)
         let madeB = try ss.createItem(in: login, label: "b", attributes: b, secret: text("b"), replace: true)
         XCTAssertEqual(try ss.search(a).map(\.id), [madeA.id])
         XCTAssertEqual(try ss.search(b).map(\.id), [madeB.id])
         XCTAssertEqual(try ss.search(a.setting("k19", nil)).count, 2)
-        XCTAssertEqual(try ss.createItem(in: login, label: "a2", attributes: a, secret: text("a2"), replace: true).id, madeA.id)
+        XCTAssertEqual(
+            try ss.createItem(in: login, label: "a2", attributes: a, secret: text("a2"), replace: true).id, madeA.id)
         // Locked rows are matched on their hashes alone: every pair is checked there too.
         kc.lock(all: false)
         XCTAssertEqual(try ss.search(a), [SecretServiceItemInfo(id: madeA.id, collection: login, locked: true)])
@@ -204,19 +221,23 @@ final class SecretServiceKeychainTests: XCTestCase {
         let ss = kc.secretService
         let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
         XCTAssertEqual(composed, decomposed, "Swift calls them equal")
-        _ = try ss.createItem(in: login, label: "", attributes: attrs(["n": composed]), secret: text("1"), replace: true)
-        _ = try ss.createItem(in: login, label: "", attributes: attrs(["n": decomposed]), secret: text("2"), replace: true)
+        _ = try ss.createItem(
+            in: login, label: "", attributes: attrs(["n": composed]), secret: text("1"), replace: true)
+        _ = try ss.createItem(
+            in: login, label: "", attributes: attrs(["n": decomposed]), secret: text("2"), replace: true)
         XCTAssertEqual(try ss.search(attrs(["n": composed])).count, 1)
         XCTAssertEqual(try ss.search(attrs(["n": decomposed])).count, 1)
         XCTAssertNil(SecretAttributes([.init("k", "1"), .init("k", "2")]), "a repeated name is refused")
-        XCTAssertNotNil(SecretAttributes([.init(composed, "1"), .init(decomposed, "2")]), "different bytes, different names")
+        XCTAssertNotNil(
+            SecretAttributes([.init(composed, "1"), .init(decomposed, "2")]), "different bytes, different names")
     }
 
     func testSecItemUpdateKeepsTheSecretServiceViewInStep() throws {
         let (kc, _) = try makeKeychain()
         let ss = kc.secretService
-        let made = try ss.createItem(in: login, label: "l", attributes: attrs(["service": "s", "user": "u", "x": "y"]),
-                                     secret: text("v"), replace: true)
+        let made = try ss.createItem(
+            in: login, label: "l", attributes: attrs(["service": "s", "user": "u", "x": "y"]),
+            secret: text("v"), replace: true)
         try kc.update(genp("s", "u"), ["svce": .string("s2"), "acct": .string("u2"), "labl": .string("L2")])
         let item = try ss.item(made.id, in: login)
         XCTAssertEqual(item.attributes, attrs(["service": "s2", "user": "u2", "x": "y"]))
@@ -241,10 +262,12 @@ final class SecretServiceKeychainTests: XCTestCase {
         XCTAssertTrue(created)
         XCTAssertEqual(work.id, "Work_stuff_")
         XCTAssertEqual(try ss.createCollection(label: "Work stuff!", alias: "").collection.id, "Work_stuff__2")
-        let w = try ss.createItem(in: work.id, label: "w", attributes: attrs(["service": "s", "account": "a"]),
-                                  secret: text("work"), replace: true)
-        let l = try ss.createItem(in: login, label: "l", attributes: attrs(["service": "s", "account": "a"]),
-                                  secret: text("login"), replace: true)
+        let w = try ss.createItem(
+            in: work.id, label: "w", attributes: attrs(["service": "s", "account": "a"]),
+            secret: text("work"), replace: true)
+        let l = try ss.createItem(
+            in: login, label: "l", attributes: attrs(["service": "s", "account": "a"]),
+            secret: text("login"), replace: true)
         XCTAssertNotEqual(w.id, l.id, "the same attributes in another collection are another item")
         XCTAssertEqual(try ss.search(attrs(["service": "s"]), in: work.id).map(\.id), [w.id])
         XCTAssertEqual(try ss.search(attrs(["service": "s"]), in: login).map(\.id), [l.id])
@@ -280,21 +303,27 @@ final class SecretServiceKeychainTests: XCTestCase {
     func testLockedBehaviour() throws {
         let (kc, _) = try makeKeychain()
         let ss = kc.secretService
-        let made = try ss.createItem(in: login, label: "l", attributes: attrs(["service": "s", "account": "a"]),
-                                     secret: text("v"), replace: true)
+        let made = try ss.createItem(
+            in: login, label: "l", attributes: attrs(["service": "s", "account": "a"]),
+            secret: text("v"), replace: true)
         _ = try kc.add(genp("ck", "a", ["v_Data": bytes("ck"), "pdmn": .string("ck")]))
         XCTAssertEqual(ss.lockState(), SecretServiceLockState(collectionsLocked: false, searchable: true))
 
         kc.lock(all: false)
         XCTAssertEqual(ss.lockState(), SecretServiceLockState(collectionsLocked: true, searchable: true))
-        XCTAssertEqual(try ss.search(attrs(["service": "s"])),
-                       [SecretServiceItemInfo(id: made.id, collection: login, locked: true)])
+        XCTAssertEqual(
+            try ss.search(attrs(["service": "s"])),
+            [SecretServiceItemInfo(id: made.id, collection: login, locked: true)])
         XCTAssertEqual(try ss.info(item: made.id, in: login)?.locked, true)
         XCTAssertEqual(status { _ = try ss.secret(made.id, in: login) }, SecStatus.interactionNotAllowed)
         XCTAssertEqual(status { _ = try ss.item(made.id, in: login) }, SecStatus.interactionNotAllowed)
-        XCTAssertEqual(status { _ = try ss.createItem(in: login, label: "", attributes: attrs(["x": "y"]),
-                                                      secret: text(""), replace: false) },
-                       SecStatus.interactionNotAllowed)
+        XCTAssertEqual(
+            status {
+                _ = try ss.createItem(
+                    in: login, label: "", attributes: attrs(["x": "y"]),
+                    secret: text(""), replace: false)
+            },
+            SecStatus.interactionNotAllowed)
         XCTAssertEqual(status { try ss.updateItem(made.id, in: login, label: "x") }, SecStatus.interactionNotAllowed)
         // An AfterFirstUnlock item made through SecItem stays readable after a screen lock.
         let ck = try XCTUnwrap(ss.search(attrs(["service": "ck"])).first)
@@ -316,31 +345,55 @@ final class SecretServiceKeychainTests: XCTestCase {
         let (kc, _) = try makeKeychain()
         let ss = kc.secretService
         let many = SecretAttributes((0...SecretServiceLimits.maxAttributes).map { .init("k\($0)", "v") })!
-        XCTAssertEqual(status { _ = try ss.createItem(in: login, label: "", attributes: many, secret: text(""),
-                                                      replace: false) }, SecStatus.param)
+        XCTAssertEqual(
+            status {
+                _ = try ss.createItem(
+                    in: login, label: "", attributes: many, secret: text(""),
+                    replace: false)
+            }, SecStatus.param)
         XCTAssertEqual(status { _ = try ss.search(many) }, SecStatus.param)
         let long = String(repeating: "x", count: SecretServiceLimits.maxStringBytes + 1)
-        XCTAssertEqual(status { _ = try ss.createItem(in: login, label: long, attributes: attrs(["a": "b"]),
-                                                      secret: text(""), replace: false) }, SecStatus.param)
-        XCTAssertEqual(status { _ = try ss.createItem(in: login, label: "", attributes: attrs(["a": long]),
-                                                      secret: text(""), replace: false) }, SecStatus.param)
-        let big = SecretServiceSecret(value: [UInt8](repeating: 1, count: SecretServiceLimits.maxSecretBytes + 1),
-                                      contentType: "x")
-        XCTAssertEqual(status { _ = try ss.createItem(in: login, label: "", attributes: attrs(["a": "b"]),
-                                                      secret: big, replace: false) }, SecStatus.param)
-        XCTAssertEqual(status { _ = try ss.createItem(in: "nope", label: "", attributes: attrs(["a": "b"]),
-                                                      secret: text(""), replace: false) }, SecStatus.itemNotFound)
+        XCTAssertEqual(
+            status {
+                _ = try ss.createItem(
+                    in: login, label: long, attributes: attrs(["a": "b"]),
+                    secret: text(""), replace: false)
+            }, SecStatus.param)
+        XCTAssertEqual(
+            status {
+                _ = try ss.createItem(
+                    in: login, label: "", attributes: attrs(["a": long]),
+                    secret: text(""), replace: false)
+            }, SecStatus.param)
+        let big = SecretServiceSecret(
+            value: [UInt8](repeating: 1, count: SecretServiceLimits.maxSecretBytes + 1),
+            contentType: "x")
+        XCTAssertEqual(
+            status {
+                _ = try ss.createItem(
+                    in: login, label: "", attributes: attrs(["a": "b"]),
+                    secret: big, replace: false)
+            }, SecStatus.param)
+        XCTAssertEqual(
+            status {
+                _ = try ss.createItem(
+                    in: "nope", label: "", attributes: attrs(["a": "b"]),
+                    secret: text(""), replace: false)
+            }, SecStatus.itemNotFound)
     }
 
     func testNoAttributeNameOrValueReachesTheDisk() throws {
         let (kc, directory) = try makeKeychain()
         let ss = kc.secretService
-        let markers = ["NAME-MARKER-5d1c", "VALUE-MARKER-b7e2", "LABEL-MARKER-0a9f", "SECRET-MARKER-3c44",
-                       "SERVICE-MARKER-61aa", "COLLECTION-MARKER-9e07"]
+        let markers = [
+            "NAME-MARKER-5d1c", "VALUE-MARKER-b7e2", "LABEL-MARKER-0a9f", "SECRET-MARKER-3c44",
+            "SERVICE-MARKER-61aa", "COLLECTION-MARKER-9e07",
+        ]
         let work = try ss.createCollection(label: markers[5], alias: "").collection
-        _ = try ss.createItem(in: work.id, label: markers[2],
-                              attributes: attrs([markers[0]: markers[1], "service": markers[4]]),
-                              secret: text(markers[3]), replace: true)
+        _ = try ss.createItem(
+            in: work.id, label: markers[2],
+            attributes: attrs([markers[0]: markers[1], "service": markers[4]]),
+            secret: text(markers[3]), replace: true)
         for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
             let contents = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
             for marker in markers {
@@ -358,7 +411,8 @@ final class SecretServiceKeychainTests: XCTestCase {
         // no index version recorded.
         let indexKey = try XCTUnwrap(kc.lockState.keys.indexKey)
         let hash = try SecretServiceMapping.pairHash(.init("username", "alice"), indexKey: indexKey)
-        let sql = "DELETE FROM item_index WHERE hash = X'\(hash.map { String(format: "%02x", $0) }.joined())'; "
+        let sql =
+            "DELETE FROM item_index WHERE hash = X'\(hash.map { String(format: "%02x", $0) }.joined())'; "
             + "DELETE FROM ss_state WHERE name = 'index-version';"
         let database = KeychainLocation(directory: directory).databasePath
         let sqlite = try TestShell.run("/usr/bin/sqlite3", [database, sql])
@@ -367,8 +421,12 @@ final class SecretServiceKeychainTests: XCTestCase {
         let restarted = Keychain(location: kc.location)
         try restarted.unlock(password: secret("pw"))
         XCTAssertEqual(try restarted.secretService.search(attrs(["username": "alice"])).count, 1)
-        let recorded = try TestShell.run("/usr/bin/sqlite3", [database,
-            "SELECT hex(value) FROM ss_state WHERE name = 'index-version'; SELECT count(*) FROM ss_reindex;"])
+        let recorded = try TestShell.run(
+            "/usr/bin/sqlite3",
+            [
+                database,
+                "SELECT hex(value) FROM ss_state WHERE name = 'index-version'; SELECT count(*) FROM ss_reindex;",
+            ])
         XCTAssertEqual(recorded.out, "00000002\n0\n", "recorded once; nothing left to re-index")
     }
 
@@ -382,7 +440,8 @@ final class SecretServiceKeychainTests: XCTestCase {
             try SecretServiceMapping.pairHash(.init($0.0, $0.1), indexKey: indexKey)
         }
         let hex = sHashes.map { "X'" + $0.map { String(format: "%02x", $0) }.joined() + "'" }.joined(separator: ",")
-        let sql = "DELETE FROM item_index WHERE hash IN (\(hex)); DROP TABLE ss_state; DROP TABLE ss_reindex; "
+        let sql =
+            "DELETE FROM item_index WHERE hash IN (\(hex)); DROP TABLE ss_state; DROP TABLE ss_reindex; "
             + "DELETE FROM migrations WHERE name = 'v2-secret-service';"
         let sqlite = try TestShell.run("/usr/bin/sqlite3", [KeychainLocation(directory: directory).databasePath, sql])
         XCTAssertEqual(sqlite.status, 0, sqlite.err)

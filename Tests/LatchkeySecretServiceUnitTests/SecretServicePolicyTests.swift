@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
 import LatchkeyEngine
 import LatchkeyModel
+import XCTest
+
 @testable import LatchkeySecretService
 
 /// Every Secret Service request is put to the engine's access policy once, as socket requests are, and
@@ -15,20 +16,24 @@ final class SecretServicePolicyTests: XCTestCase {
 
     func testNewItemsGoToThePolicysDefaultGroup() throws {
         let (kc, _) = try makeKeychain()
-        let made = try kc.secretService.createItem(in: login, label: "", attributes: attrs(["service": "s", "account": "a"]),
-                                                   secret: SecretServiceSecret(value: [1], contentType: "x"), replace: false)
+        let made = try kc.secretService.createItem(
+            in: login, label: "", attributes: attrs(["service": "s", "account": "a"]),
+            secret: SecretServiceSecret(value: [1], contentType: "x"), replace: false)
         XCTAssertTrue(made.created)
-        XCTAssertNotNil(try kc.copy(genp("s", "a", ["agrp": .string(Caller.defaultAccessGroup), "r_PersistentRef": .bool(true)])))
+        XCTAssertNotNil(
+            try kc.copy(genp("s", "a", ["agrp": .string(Caller.defaultAccessGroup), "r_PersistentRef": .bool(true)])))
 
         let policy = RecordingPolicy(defaultGroup: "from-the-policy")
         let (other, _) = try makeKeychain(policy: policy)
-        _ = try other.secretService.createItem(in: login, label: "", attributes: attrs(["service": "s", "account": "a"]),
-                                               secret: SecretServiceSecret(value: [1], contentType: "x"), replace: false)
+        _ = try other.secretService.createItem(
+            in: login, label: "", attributes: attrs(["service": "s", "account": "a"]),
+            secret: SecretServiceSecret(value: [1], contentType: "x"), replace: false)
         let asked = policy.take()
         XCTAssertEqual(asked.map(\.kind), [.add])
         XCTAssertEqual(asked.first?.caller, Caller.secretServiceClient)
         XCTAssertEqual(asked.first?.itemClass, .genericPassword)
-        XCTAssertNotNil(try other.copy(genp("s", "a", ["agrp": .string("from-the-policy"), "r_PersistentRef": .bool(true)])))
+        XCTAssertNotNil(
+            try other.copy(genp("s", "a", ["agrp": .string("from-the-policy"), "r_PersistentRef": .bool(true)])))
     }
 
     func testEveryRequestIsPutToThePolicy() throws {
@@ -36,9 +41,10 @@ final class SecretServicePolicyTests: XCTestCase {
         let (kc, _) = try makeKeychain(policy: policy)
         let ss = kc.secretService
         let work = try ss.createCollection(label: "Work", alias: "").collection
-        let made = try ss.createItem(in: work.id, label: "l", attributes: attrs(["service": "s"]),
-                                     secret: SecretServiceSecret(value: Array("v".utf8), contentType: "text/plain"),
-                                     replace: false)
+        let made = try ss.createItem(
+            in: work.id, label: "l", attributes: attrs(["service": "s"]),
+            secret: SecretServiceSecret(value: Array("v".utf8), contentType: "text/plain"),
+            replace: false)
         XCTAssertEqual(policy.take().map(\.kind), [.update, .add])
 
         policy.deny = SecError(SecStatus.interactionRequired, "refused by the test policy")
@@ -53,10 +59,14 @@ final class SecretServicePolicyTests: XCTestCase {
             ("info", .readAttributes, { _ = try ss.info(item: made.id, in: work.id) }),
             ("item", .readAttributes, { _ = try ss.item(made.id, in: work.id) }),
             ("secret", .readData, { _ = try ss.secret(made.id, in: work.id) }),
-            ("createItem", .add, {
-                _ = try ss.createItem(in: work.id, label: "", attributes: self.attrs(["x": "y"]),
-                                      secret: SecretServiceSecret(value: [], contentType: ""), replace: false)
-            }),
+            (
+                "createItem", .add,
+                {
+                    _ = try ss.createItem(
+                        in: work.id, label: "", attributes: self.attrs(["x": "y"]),
+                        secret: SecretServiceSecret(value: [], contentType: ""), replace: false)
+                }
+            ),
             ("updateItem", .update, { try ss.updateItem(made.id, in: work.id, label: "changed") }),
             ("deleteItem", .delete, { try ss.deleteItem(made.id, in: work.id) }),
         ]
@@ -64,8 +74,9 @@ final class SecretServicePolicyTests: XCTestCase {
             XCTAssertEqual(status(request), SecStatus.interactionRequired, what)
             XCTAssertEqual(policy.take().map(\.kind), [kind], what)
         }
-        XCTAssertEqual(ss.lockState(), SecretServiceLockState(collectionsLocked: false, searchable: true),
-                       "the lock state names no item")
+        XCTAssertEqual(
+            ss.lockState(), SecretServiceLockState(collectionsLocked: false, searchable: true),
+            "the lock state names no item")
 
         policy.deny = nil
         XCTAssertEqual(try ss.state().collections.map(\.label), ["Login", "Work"], "nothing changed")

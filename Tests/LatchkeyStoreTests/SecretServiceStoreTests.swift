@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LatchkeyStore
 
 /// The `v2-secret-service` migration and the store calls the Secret Service uses.
@@ -11,11 +12,13 @@ final class SecretServiceStoreTests: StoreTestCase {
         let raw = try RawDatabase(path: path)
         let v1 = try XCTUnwrap(Schema.migrations.first { $0.name == "v1-items" })
         try raw.execute("PRAGMA journal_mode = WAL")
-        try raw.execute("BEGIN; \(Schema.migrationsTable); PRAGMA application_id = \(Schema.applicationID); \(v1.sql)"
-                        + " INSERT INTO migrations(name, applied_at) VALUES ('v1-items', 1); COMMIT")
+        try raw.execute(
+            "BEGIN; \(Schema.migrationsTable); PRAGMA application_id = \(Schema.applicationID); \(v1.sql)"
+                + " INSERT INTO migrations(name, applied_at) VALUES ('v1-items', 1); COMMIT")
         for (n, itemClass) in [(1, 1), (2, 2), (3, 1)] {
             let ref = blob(0x01, n).map { String(format: "%02x", $0) }.joined()
-            try raw.execute("""
+            try raw.execute(
+                """
                 INSERT INTO items(persistref, class, pdmn, sync, uniq, wrappedkey, metadata, secret)
                 VALUES (X'\(ref)', \(itemClass), 1, 0, X'0\(n)', X'00', X'00', X'00')
                 """)
@@ -35,8 +38,9 @@ final class SecretServiceStoreTests: StoreTestCase {
         XCTAssertEqual(try store.pendingIndexRows(protections: [1], limit: 1).count, 1)
 
         try store.completeIndex(item: pending[0].id, adding: [hash(0x20, 1), hash(0x20, 1), hash(0x21, 1)])
-        XCTAssertEqual(try store.headers(matching: RowFilter(itemClass: 1, allOfHashes: [hash(0x20, 1), hash(0x21, 1)]))
-                        .map(\.id), [pending[0].id])
+        XCTAssertEqual(
+            try store.headers(matching: RowFilter(itemClass: 1, allOfHashes: [hash(0x20, 1), hash(0x21, 1)]))
+                .map(\.id), [pending[0].id])
         // Adding a hash the row already has is harmless (a SecItemUpdate may have re-indexed it first).
         try store.completeIndex(item: pending[1].id, adding: [])
         try store.completeIndex(item: pending[1].id, adding: [hash(0x20, 1)])
@@ -44,7 +48,8 @@ final class SecretServiceStoreTests: StoreTestCase {
         store.close()
 
         let raw = try RawDatabase(path: path)
-        XCTAssertEqual(try raw.rows("SELECT name FROM migrations ORDER BY name"), [["v1-items"], ["v2-secret-service"]])
+        XCTAssertEqual(
+            try raw.rows("SELECT name FROM migrations ORDER BY name"), [["v1-items"], ["v2-secret-service"]])
     }
 
     func testDeletingARowRemovesItFromTheReindexList() throws {
@@ -66,10 +71,11 @@ final class SecretServiceStoreTests: StoreTestCase {
         try store.setStateValue([1, 2, 3], named: "collections")
         try store.setStateValue([4], named: "collections")
         XCTAssertEqual(try store.stateValue(named: "collections"), [4])
-        XCTAssertThrowsError(try store.transaction {
-            try store.setStateValue([9], named: "collections")
-            throw StoreError.notFound
-        })
+        XCTAssertThrowsError(
+            try store.transaction {
+                try store.setStateValue([9], named: "collections")
+                throw StoreError.notFound
+            })
         XCTAssertEqual(try store.stateValue(named: "collections"), [4], "rolled back with the transaction")
         try store.setStateValue(nil, named: "collections")
         XCTAssertNil(try store.stateValue(named: "collections"))

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import LatchkeyStore
 
 final class StoreBasicTests: StoreTestCase {
@@ -6,13 +7,15 @@ final class StoreBasicTests: StoreTestCase {
         let store = try openStore()
         let new = makeRow(1, itemClass: 2, protection: 5, sync: true)
         let id = try store.insert(new)
-        let expected = StoreRow(id: id, persistentRef: new.persistentRef, itemClass: 2, protection: 5,
-                                synchronizable: true, uniqueHash: new.uniqueHash, wrappedKey: new.wrappedKey,
-                                metadata: new.metadata, secret: new.secret)
+        let expected = StoreRow(
+            id: id, persistentRef: new.persistentRef, itemClass: 2, protection: 5,
+            synchronizable: true, uniqueHash: new.uniqueHash, wrappedKey: new.wrappedKey,
+            metadata: new.metadata, secret: new.secret)
         XCTAssertEqual(try store.row(persistentRef: new.persistentRef), expected)
         XCTAssertEqual(try store.rows(matching: RowFilter(itemClass: 2, synchronizable: true)), [expected])
-        XCTAssertEqual(try store.headers(matching: RowFilter(itemClass: 2, synchronizable: nil)),
-                       [RowHeader(id: id, persistentRef: new.persistentRef, protection: 5, synchronizable: true)])
+        XCTAssertEqual(
+            try store.headers(matching: RowFilter(itemClass: 2, synchronizable: nil)),
+            [RowHeader(id: id, persistentRef: new.persistentRef, protection: 5, synchronizable: true)])
         XCTAssertNil(try store.row(persistentRef: blob(0x01, 999)))
         XCTAssertEqual(try store.count(itemClass: 2), 1)
         XCTAssertEqual(try store.count(itemClass: 1), 0)
@@ -21,8 +24,9 @@ final class StoreBasicTests: StoreTestCase {
 
     func testEmptyBlobsAreStoredAsEmptyNotNull() throws {
         let store = try openStore()
-        let new = NewRow(persistentRef: blob(0x01, 1), itemClass: 1, protection: 1, uniqueHash: [],
-                         wrappedKey: [], metadata: [], secret: [], indexHashes: [[]])
+        let new = NewRow(
+            persistentRef: blob(0x01, 1), itemClass: 1, protection: 1, uniqueHash: [],
+            wrappedKey: [], metadata: [], secret: [], indexHashes: [[]])
         let id = try store.insert(new)
         let row = try XCTUnwrap(store.row(persistentRef: new.persistentRef))
         XCTAssertEqual(row.id, id)
@@ -56,8 +60,9 @@ final class StoreBasicTests: StoreTestCase {
     func testDuplicateIndexHashesAreIgnored() throws {
         let store = try openStore()
         let id = try store.insert(makeRow(1, hashes: [hash(0x10, 1), hash(0x10, 1)]))
-        XCTAssertEqual(try store.rows(matching: RowFilter(itemClass: 1, allOfHashes: [hash(0x10, 1), hash(0x10, 1)]))
-            .map(\.id), [id])
+        XCTAssertEqual(
+            try store.rows(matching: RowFilter(itemClass: 1, allOfHashes: [hash(0x10, 1), hash(0x10, 1)]))
+                .map(\.id), [id])
     }
 
     func testReplaceKeepsIdentityAndSwapsIndexHashes() throws {
@@ -65,8 +70,9 @@ final class StoreBasicTests: StoreTestCase {
         let id = try store.insert(makeRow(1, hashes: [hash(0x10, 1), hash(0x11, 1)]))
         let other = try store.insert(makeRow(2))
 
-        var updated = makeRow(1, protection: 6, sync: true, hashes: [hash(0x11, 1), hash(0x12, 7)],
-                              secret: Array("new secret".utf8))
+        var updated = makeRow(
+            1, protection: 6, sync: true, hashes: [hash(0x11, 1), hash(0x12, 7)],
+            secret: Array("new secret".utf8))
         updated.uniqueHash = blob(0x02, 100, length: 32)
         try store.replace(id: id, with: updated)
 
@@ -139,11 +145,13 @@ final class StoreBasicTests: StoreTestCase {
 
     func testTransactionRollsBackOnThrow() throws {
         let store = try openStore()
-        XCTAssertThrowsError(try store.transaction {
-            _ = try store.insert(makeRow(1))
-            _ = try store.insert(makeRow(2))
-            throw Boom()
-        }) { XCTAssertTrue($0 is Boom, "the body's error is rethrown unchanged") }
+        XCTAssertThrowsError(
+            try store.transaction {
+                _ = try store.insert(makeRow(1))
+                _ = try store.insert(makeRow(2))
+                throw Boom()
+            }
+        ) { XCTAssertTrue($0 is Boom, "the body's error is rethrown unchanged") }
         XCTAssertEqual(try store.count(itemClass: nil), 0)
 
         let value = try store.transaction { () -> Int in
@@ -163,14 +171,16 @@ final class StoreBasicTests: StoreTestCase {
             var clash = makeRow(2)
             clash.uniqueHash = kept.uniqueHash
             XCTAssertThrowsError(try store.insert(clash))
-            XCTAssertThrowsError(try store.transaction {
-                _ = try store.insert(makeRow(3))
-                throw Boom()
-            })
+            XCTAssertThrowsError(
+                try store.transaction {
+                    _ = try store.insert(makeRow(3))
+                    throw Boom()
+                })
             _ = try store.insert(makeRow(4))
         }
-        XCTAssertEqual(try store.rows(matching: RowFilter(itemClass: 1)).map(\.persistentRef),
-                       [makeRow(1).persistentRef, makeRow(4).persistentRef])
+        XCTAssertEqual(
+            try store.rows(matching: RowFilter(itemClass: 1)).map(\.persistentRef),
+            [makeRow(1).persistentRef, makeRow(4).persistentRef])
         XCTAssertEqual(try store.rows(matching: RowFilter(itemClass: 1, allOfHashes: [hash(0x10, 2)])), [])
     }
 
@@ -186,7 +196,9 @@ final class StoreBasicTests: StoreTestCase {
     func testSQLiteErrorsKeepCodeAndSQL() throws {
         let store = try openStore()
         XCTAssertThrowsError(try store.connection.execute("SELECT nope FROM items")) { error in
-            guard case let .sqlite(code, message, sql)? = error as? StoreError else { return XCTFail("\(error)") }
+            guard case .sqlite(let code, let message, let sql)? = error as? StoreError else {
+                return XCTFail("\(error)")
+            }
             XCTAssertEqual(code, 1)
             XCTAssertTrue(message.contains("nope"))
             XCTAssertEqual(sql, "SELECT nope FROM items")

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LatchkeyStore
 
 /// Opening, file format and on-disk properties, always with real files.
@@ -19,7 +20,8 @@ final class StoreFileTests: StoreTestCase {
         let raw = try RawDatabase(path: path)
         XCTAssertEqual(try raw.rows("PRAGMA journal_mode"), [["wal"]])
         XCTAssertEqual(try raw.rows("PRAGMA application_id"), [["\(0x4C4B_4348)"]])
-        XCTAssertEqual(try raw.rows("SELECT name FROM migrations ORDER BY name"), [["v1-items"], ["v2-secret-service"]])
+        XCTAssertEqual(
+            try raw.rows("SELECT name FROM migrations ORDER BY name"), [["v1-items"], ["v2-secret-service"]])
         let appliedAt = try XCTUnwrap(Double(raw.rows("SELECT applied_at FROM migrations")[0][0]))
         XCTAssertEqual(appliedAt, Date().timeIntervalSince1970, accuracy: 60)
         raw.close()
@@ -57,7 +59,8 @@ final class StoreFileTests: StoreTestCase {
 
     func testEmptyFileIsInitialised() throws {
         let path = dbPath()
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(), attributes: [.posixPermissions: 0o644]))
+        XCTAssertTrue(
+            FileManager.default.createFile(atPath: path, contents: Data(), attributes: [.posixPermissions: 0o644]))
         let store = try Store(path: path)
         _ = try store.insert(makeRow(1))
         XCTAssertEqual(try store.count(itemClass: nil), 1)

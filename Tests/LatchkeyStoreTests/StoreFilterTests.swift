@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import LatchkeyStore
 
 final class StoreFilterTests: StoreTestCase {
@@ -11,8 +12,10 @@ final class StoreFilterTests: StoreTestCase {
         try super.setUpWithError()
         store = try openStore()
         for n in 1...12 {
-            ids[n] = try store.insert(makeRow(n, itemClass: n == 12 ? 2 : 1, protection: n % 3 + 1, sync: n % 2 == 0,
-                                              hashes: [hash(0xA, n), hash(0xB, n % 2), hash(0xC, n % 3)]))
+            ids[n] = try store.insert(
+                makeRow(
+                    n, itemClass: n == 12 ? 2 : 1, protection: n % 3 + 1, sync: n % 2 == 0,
+                    hashes: [hash(0xA, n), hash(0xB, n % 2), hash(0xC, n % 3)]))
         }
     }
 
@@ -39,8 +42,9 @@ final class StoreFilterTests: StoreTestCase {
 
     func testProtections() throws {
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, protections: [1], synchronizable: nil)), [3, 6, 9])
-        XCTAssertEqual(try matching(RowFilter(itemClass: 1, protections: [2, 3], synchronizable: nil)),
-                       [1, 2, 4, 5, 7, 8, 10, 11])
+        XCTAssertEqual(
+            try matching(RowFilter(itemClass: 1, protections: [2, 3], synchronizable: nil)),
+            [1, 2, 4, 5, 7, 8, 10, 11])
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, protections: [2, 3])), [1, 5, 7, 11])
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, protections: [], synchronizable: nil)), [])
     }
@@ -49,10 +53,12 @@ final class StoreFilterTests: StoreTestCase {
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, persistentRef: blob(0x01, 5))), [5])
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, persistentRef: blob(0x01, 4))), [], "synchronizable")
         XCTAssertEqual(try matching(RowFilter(itemClass: 2, persistentRef: blob(0x01, 5))), [], "other class")
-        XCTAssertEqual(try matching(RowFilter(itemClass: 1, persistentRef: blob(0x01, 5), allOfHashes: [hash(0xB, 1)])),
-                       [5])
-        XCTAssertEqual(try matching(RowFilter(itemClass: 1, persistentRef: blob(0x01, 5), allOfHashes: [hash(0xB, 0)])),
-                       [])
+        XCTAssertEqual(
+            try matching(RowFilter(itemClass: 1, persistentRef: blob(0x01, 5), allOfHashes: [hash(0xB, 1)])),
+            [5])
+        XCTAssertEqual(
+            try matching(RowFilter(itemClass: 1, persistentRef: blob(0x01, 5), allOfHashes: [hash(0xB, 0)])),
+            [])
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, protections: [3], persistentRef: blob(0x01, 5))), [5])
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, protections: [1], persistentRef: blob(0x01, 5))), [])
     }
@@ -77,8 +83,9 @@ final class StoreFilterTests: StoreTestCase {
 
     func testLimit() throws {
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, synchronizable: nil, limit: 3)), [1, 2, 3])
-        XCTAssertEqual(try matching(RowFilter(itemClass: 1, synchronizable: nil, allOfHashes: [hash(0xB, 1)], limit: 2)),
-                       [1, 3])
+        XCTAssertEqual(
+            try matching(RowFilter(itemClass: 1, synchronizable: nil, allOfHashes: [hash(0xB, 1)], limit: 2)),
+            [1, 3])
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, synchronizable: nil, limit: 100)).count, 11)
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, synchronizable: nil, limit: 0)), [])
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, synchronizable: nil, limit: -1)), [])
@@ -87,15 +94,18 @@ final class StoreFilterTests: StoreTestCase {
     func testManyShapesAndRepeatedLookupsStayCorrect() throws {
         // More than 128 distinct shapes (the statement cache bound), each run twice: exercises cache
         // hits, misses and eviction. Every shape selects row 5 (protection 3, hashes a5 b1 c2).
-        let hashSets = [[hash(0xA, 5)], [hash(0xB, 1), hash(0xA, 5)], [hash(0xA, 5), hash(0xC, 2)],
-                        [hash(0xC, 2), hash(0xB, 1), hash(0xA, 5)]]
+        let hashSets = [
+            [hash(0xA, 5)], [hash(0xB, 1), hash(0xA, 5)], [hash(0xA, 5), hash(0xC, 2)],
+            [hash(0xC, 2), hash(0xB, 1), hash(0xA, 5)],
+        ]
         for _ in 0..<2 {
             for protectionCount in 1...7 {
                 for hashes in hashSets {
                     for limit in [nil, 1] as [Int?] {
                         for persistentRef in [nil, blob(0x01, 5)] {
-                            let filter = RowFilter(itemClass: 1, protections: Array(repeating: 3, count: protectionCount),
-                                                   persistentRef: persistentRef, allOfHashes: hashes, limit: limit)
+                            let filter = RowFilter(
+                                itemClass: 1, protections: Array(repeating: 3, count: protectionCount),
+                                persistentRef: persistentRef, allOfHashes: hashes, limit: limit)
                             XCTAssertEqual(try matching(filter), [5])
                         }
                     }

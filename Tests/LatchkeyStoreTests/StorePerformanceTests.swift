@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LatchkeyStore
 
 final class StorePerformanceTests: StoreTestCase {
@@ -18,9 +19,11 @@ final class StorePerformanceTests: StoreTestCase {
         let store = try openStore()
         let hashes = [[hash(1, 1)], [hash(1, 1), hash(2, 2)], [hash(1, 1), hash(2, 2), hash(3, 3)]]
         for allOf in hashes {
-            for filter in [RowFilter(itemClass: 1, allOfHashes: allOf),
-                           RowFilter(itemClass: 1, protections: [1, 2], synchronizable: nil, allOfHashes: allOf, limit: 1),
-                           RowFilter(itemClass: 1, persistentRef: blob(1, 1), allOfHashes: allOf)] {
+            for filter in [
+                RowFilter(itemClass: 1, allOfHashes: allOf),
+                RowFilter(itemClass: 1, protections: [1, 2], synchronizable: nil, allOfHashes: allOf, limit: 1),
+                RowFilter(itemClass: 1, persistentRef: blob(1, 1), allOfHashes: allOf),
+            ] {
                 for columns in [QueryShape.Columns.full, .header] {
                     let details = try plan(store, sql: store.selectSQL(columns, filter))
                     let text = details.joined(separator: " | ")
@@ -32,8 +35,9 @@ final class StorePerformanceTests: StoreTestCase {
                         XCTAssertTrue(details.first?.hasPrefix("SEARCH h0 USING PRIMARY KEY (hash=?)") == true, text)
                     } else {
                         // ...or with the unique persistref index, at most one row.
-                        XCTAssertTrue(details.first?.hasPrefix("SEARCH i USING INDEX sqlite_autoindex_items_1") == true,
-                                      text)
+                        XCTAssertTrue(
+                            details.first?.hasPrefix("SEARCH i USING INDEX sqlite_autoindex_items_1") == true,
+                            text)
                     }
                     // Items rows are fetched by rowid, never scanned.
                     XCTAssertTrue(details.contains { $0.hasPrefix("SEARCH i USING") }, text)
@@ -41,7 +45,8 @@ final class StorePerformanceTests: StoreTestCase {
             }
         }
         // Sanity-check the pattern on a known-bad query, so the assertions above mean something.
-        XCTAssertTrue(try plan(store, sql: "SELECT id FROM items WHERE secret = x'00'").contains { $0.hasPrefix("SCAN") })
+        XCTAssertTrue(
+            try plan(store, sql: "SELECT id FROM items WHERE secret = x'00'").contains { $0.hasPrefix("SCAN") })
     }
 
     /// The lookups whose plans are checked above find exactly the row they name, among rows shaped like
@@ -55,11 +60,14 @@ final class StorePerformanceTests: StoreTestCase {
         try store.transaction { for n in 0..<1_000 { _ = try store.insert(row(n)) } }
         for i in 0..<200 {
             let n = (i * 7919) % 1_000
-            let two = try store.rows(matching: RowFilter(itemClass: 1, protections: [1, 2, 3, 4, 5, 6, 7],
-                                                         allOfHashes: [hash(0x20, n), hash(0x21, n % 200)]))
+            let two = try store.rows(
+                matching: RowFilter(
+                    itemClass: 1, protections: [1, 2, 3, 4, 5, 6, 7],
+                    allOfHashes: [hash(0x20, n), hash(0x21, n % 200)]))
             XCTAssertEqual(two.map(\.persistentRef), [blob(0x01, n)], "row \(n) by two hashes")
-            let three = try store.headers(matching: RowFilter(
-                itemClass: 1, allOfHashes: [hash(0x20, n), hash(0x21, n % 200), hash(0x22, 0)]))
+            let three = try store.headers(
+                matching: RowFilter(
+                    itemClass: 1, allOfHashes: [hash(0x20, n), hash(0x21, n % 200), hash(0x22, 0)]))
             XCTAssertEqual(three.map(\.persistentRef), [blob(0x01, n)], "row \(n) by three hashes")
             XCTAssertEqual(try store.row(persistentRef: blob(0x01, n))?.uniqueHash, blob(0x02, n, length: 32))
         }

@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import XCTest
+
 @testable import LatchkeyStore
 
 /// A fresh directory under the system temp dir, removed when the test case finishes.
@@ -30,16 +31,19 @@ class StoreTestCase: XCTestCase {
     }
 
     /// Asserts that opening `path` throws `expected` and leaves the file byte-identical.
-    func assertRefusedUntouched(_ path: String, expected: (StoreError) -> Bool,
-                                file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertRefusedUntouched(
+        _ path: String, expected: (StoreError) -> Bool,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let before = try bytes(of: path)
         XCTAssertThrowsError(try Store(path: path), file: file, line: line) { error in
             guard let error = error as? StoreError else {
                 return XCTFail("not a StoreError: \(error)", file: file, line: line)
             }
             XCTAssertTrue(expected(error), "unexpected error: \(error)", file: file, line: line)
-            XCTAssertTrue(error.description.contains(path), "error does not name the file: \(error)",
-                          file: file, line: line)
+            XCTAssertTrue(
+                error.description.contains(path), "error does not name the file: \(error)",
+                file: file, line: line)
         }
         XCTAssertEqual(try bytes(of: path), before, "file changed", file: file, line: line)
     }
@@ -59,12 +63,15 @@ func blob(_ tag: UInt8, _ n: Int, length: Int = 16) -> [UInt8] {
 /// An index hash for attribute number `attribute` with value `value`.
 func hash(_ attribute: UInt8, _ value: Int) -> [UInt8] { blob(attribute, value, length: 20) }
 
-func makeRow(_ n: Int, itemClass: Int = 1, protection: Int = 1, sync: Bool = false,
-             hashes: [[UInt8]]? = nil, secret: [UInt8]? = nil) -> NewRow {
-    NewRow(persistentRef: blob(0x01, n), itemClass: itemClass, protection: protection, synchronizable: sync,
-           uniqueHash: blob(0x02, n, length: 32), wrappedKey: blob(0x03, n, length: 40),
-           metadata: blob(0x04, n, length: 64), secret: secret ?? blob(0x05, n, length: 48),
-           indexHashes: hashes ?? [hash(0x10, n), hash(0x11, n % 10)])
+func makeRow(
+    _ n: Int, itemClass: Int = 1, protection: Int = 1, sync: Bool = false,
+    hashes: [[UInt8]]? = nil, secret: [UInt8]? = nil
+) -> NewRow {
+    NewRow(
+        persistentRef: blob(0x01, n), itemClass: itemClass, protection: protection, synchronizable: sync,
+        uniqueHash: blob(0x02, n, length: 32), wrappedKey: blob(0x03, n, length: 40),
+        metadata: blob(0x04, n, length: 64), secret: secret ?? blob(0x05, n, length: 48),
+        indexHashes: hashes ?? [hash(0x10, n), hash(0x11, n % 10)])
 }
 
 /// Direct libsqlite3 access for building fixtures and inspecting files behind the store's back.
@@ -86,8 +93,9 @@ final class RawDatabase {
 
     func execute(_ sql: String) throws {
         guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
-            throw StoreError.sqlite(code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)),
-                                    sql: sql)
+            throw StoreError.sqlite(
+                code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)),
+                sql: sql)
         }
     }
 
@@ -100,9 +108,10 @@ final class RawDatabase {
         defer { sqlite3_finalize(statement) }
         var result: [[String]] = []
         while sqlite3_step(statement) == SQLITE_ROW {
-            result.append((0..<sqlite3_column_count(statement)).map { column in
-                sqlite3_column_text(statement, column).map { String(cString: $0) } ?? ""
-            })
+            result.append(
+                (0..<sqlite3_column_count(statement)).map { column in
+                    sqlite3_column_text(statement, column).map { String(cString: $0) } ?? ""
+                })
         }
         return result
     }

@@ -5,8 +5,10 @@ import Foundation
 public enum Poll {
     /// Checks `condition` every `interval` seconds until it holds or `seconds` have passed (on a
     /// monotonic clock); returns whether it held.
-    public static func until(within seconds: Double, every interval: Double = 0.01,
-                             _ condition: () throws -> Bool) rethrows -> Bool {
+    public static func until(
+        within seconds: Double, every interval: Double = 0.01,
+        _ condition: () throws -> Bool
+    ) rethrows -> Bool {
         let end = ContinuousClock.now + .seconds(seconds)
         while true {
             if try condition() { return true }
@@ -18,8 +20,10 @@ public enum Poll {
     /// Checks `condition` every `interval` seconds for `seconds`; returns false as soon as it fails.
     /// For a negative property ("the keys are not dropped") no event can announce: the caller chooses
     /// the shortest span that proves it and says why.
-    public static func holds(for seconds: Double, every interval: Double = 0.01,
-                             _ condition: () throws -> Bool) rethrows -> Bool {
+    public static func holds(
+        for seconds: Double, every interval: Double = 0.01,
+        _ condition: () throws -> Bool
+    ) rethrows -> Bool {
         let end = ContinuousClock.now + .seconds(seconds)
         while true {
             if try !condition() { return false }

@@ -67,4 +67,3 @@ public final class PrivateBus {
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
-

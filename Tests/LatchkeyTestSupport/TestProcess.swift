@@ -30,7 +30,10 @@ public enum TestProcess {
         for _ in 0..<500 {
             if kill(pid, 0) != 0 && errno == ESRCH { return }
             if let stat = readProcFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")"),
-               stat.index(close, offsetBy: 2) < stat.endIndex, stat[stat.index(close, offsetBy: 2)] == "Z" { return }
+                stat.index(close, offsetBy: 2) < stat.endIndex, stat[stat.index(close, offsetBy: 2)] == "Z"
+            {
+                return
+            }
             usleep(10_000)
         }
     }
@@ -52,7 +55,8 @@ public enum TestProcess {
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         let err = stderr.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Output(status: process.terminationStatus, out: String(decoding: out, as: UTF8.self),
-                      err: String(decoding: err, as: UTF8.self))
+        return Output(
+            status: process.terminationStatus, out: String(decoding: out, as: UTF8.self),
+            err: String(decoding: err, as: UTF8.self))
     }
 }

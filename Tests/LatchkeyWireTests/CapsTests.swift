@@ -1,12 +1,15 @@
-import XCTest
 import LatchkeyModel
 import LatchkeySecrets
+import XCTest
+
 @testable import LatchkeyWire
 
 /// Every cap and validity rule turns hostile input into a WireError, never a trap or a big allocation.
 final class CapsTests: XCTestCase {
     private func isMalformed(_ error: WireError?, file: StaticString = #filePath, line: UInt = #line) {
-        guard case .malformed = error else { return XCTFail("expected .malformed, got \(String(describing: error))", file: file, line: line) }
+        guard case .malformed = error else {
+            return XCTFail("expected .malformed, got \(String(describing: error))", file: file, line: line)
+        }
     }
 
     func testDepthEightDecodesAndDepthNineFails() throws {

@@ -1,8 +1,9 @@
-import XCTest
-import Glibc
 import Foundation  // Thread, for the concurrent writer; tests only, the module itself does not use it
-@testable import LatchkeyWire
+import Glibc
 import LatchkeyTransport
+import XCTest
+
+@testable import LatchkeyWire
 
 final class FrameIOTests: XCTestCase {
     private var fds: [Int32] = []
@@ -39,7 +40,8 @@ final class FrameIOTests: XCTestCase {
         try FrameIO.writeFrame(first, to: a)
         try FrameIO.writeFrame(second, to: a, maxLength: Wire.maxRequestFrame)
         XCTAssertEqual(try FrameIO.readFrame(from: b, maxLength: Wire.maxRequestFrame), first)
-        XCTAssertEqual(try FrameIO.readFrame(from: b, maxLength: Wire.maxRequestFrame, deadline: .now + .seconds(5)), second)
+        XCTAssertEqual(
+            try FrameIO.readFrame(from: b, maxLength: Wire.maxRequestFrame, deadline: .now + .seconds(5)), second)
     }
 
     /// A writer thread dribbles a frame a few bytes at a time; the reader must reassemble it.
@@ -60,7 +62,8 @@ final class FrameIOTests: XCTestCase {
             }
         }
         writer.start()
-        XCTAssertEqual(try FrameIO.readFrame(from: b, maxLength: Wire.maxResponseFrame, deadline: .now + .seconds(10)), payload)
+        XCTAssertEqual(
+            try FrameIO.readFrame(from: b, maxLength: Wire.maxResponseFrame, deadline: .now + .seconds(10)), payload)
     }
 
     /// An 8 MiB frame through a socket with a small send buffer: writeFrame must loop over partial
@@ -109,18 +112,23 @@ final class FrameIOTests: XCTestCase {
         let (a, b) = try socketPair()
         // Nothing at all arrives.
         var start = ContinuousClock.now
-        XCTAssertEqual(wireError { try FrameIO.readFrame(from: b, maxLength: 100, deadline: .now + .milliseconds(150)) }, .timedOut)
+        XCTAssertEqual(
+            wireError { try FrameIO.readFrame(from: b, maxLength: 100, deadline: .now + .milliseconds(150)) }, .timedOut
+        )
         var elapsed = start.duration(to: .now)
         XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(150))
         XCTAssertLessThan(elapsed, .seconds(3))
         // The header arrives, the payload never does.
         sendRaw([0x00, 0x00, 0x00, 0x10, 0x01], to: a)
         start = .now
-        XCTAssertEqual(wireError { try FrameIO.readFrame(from: b, maxLength: 100, deadline: .now + .milliseconds(100)) }, .timedOut)
+        XCTAssertEqual(
+            wireError { try FrameIO.readFrame(from: b, maxLength: 100, deadline: .now + .milliseconds(100)) }, .timedOut
+        )
         elapsed = start.duration(to: .now)
         XCTAssertLessThan(elapsed, .seconds(3))
         // A deadline already passed still fails promptly rather than blocking.
-        XCTAssertEqual(wireError { try FrameIO.readFrame(from: a, maxLength: 100, deadline: .now - .seconds(1)) }, .timedOut)
+        XCTAssertEqual(
+            wireError { try FrameIO.readFrame(from: a, maxLength: 100, deadline: .now - .seconds(1)) }, .timedOut)
     }
 
     /// A peer that never reads cannot make a writer with a deadline hang.
@@ -136,20 +144,26 @@ final class FrameIOTests: XCTestCase {
     func testCapIsCheckedBeforeThePayload() throws {
         let (a, b) = try socketPair()
         sendRaw([0xff, 0xff, 0xff, 0xff], to: a)
-        XCTAssertEqual(wireError { try FrameIO.readFrame(from: b, maxLength: Wire.maxRequestFrame, deadline: .now + .seconds(5)) },
-                       .frameTooLarge(0xffff_ffff, limit: Wire.maxRequestFrame))
+        XCTAssertEqual(
+            wireError { try FrameIO.readFrame(from: b, maxLength: Wire.maxRequestFrame, deadline: .now + .seconds(5)) },
+            .frameTooLarge(0xffff_ffff, limit: Wire.maxRequestFrame))
         let justOver = UInt32(Wire.maxRequestFrame + 1)
-        sendRaw([UInt8(justOver >> 24), UInt8(justOver >> 16 & 0xff), UInt8(justOver >> 8 & 0xff), UInt8(justOver & 0xff)], to: a)
-        XCTAssertEqual(wireError { try FrameIO.readFrame(from: b, maxLength: Wire.maxRequestFrame, deadline: .now + .seconds(5)) },
-                       .frameTooLarge(Wire.maxRequestFrame + 1, limit: Wire.maxRequestFrame))
+        sendRaw(
+            [UInt8(justOver >> 24), UInt8(justOver >> 16 & 0xff), UInt8(justOver >> 8 & 0xff), UInt8(justOver & 0xff)],
+            to: a)
+        XCTAssertEqual(
+            wireError { try FrameIO.readFrame(from: b, maxLength: Wire.maxRequestFrame, deadline: .now + .seconds(5)) },
+            .frameTooLarge(Wire.maxRequestFrame + 1, limit: Wire.maxRequestFrame))
         sendRaw([0, 0, 0, 0], to: a)
-        XCTAssertEqual(wireError { try FrameIO.readFrame(from: b, maxLength: 100, deadline: .now + .seconds(5)) }, .emptyFrame)
+        XCTAssertEqual(
+            wireError { try FrameIO.readFrame(from: b, maxLength: 100, deadline: .now + .seconds(5)) }, .emptyFrame)
     }
 
     func testWriterChecksItsOwnLimits() throws {
         let (a, _) = try socketPair()
         XCTAssertEqual(wireError { try FrameIO.writeFrame([], to: a) }, .emptyFrame)
-        XCTAssertEqual(wireError { try FrameIO.writeFrame([1, 2, 3], to: a, maxLength: 2) }, .frameTooLarge(3, limit: 2))
+        XCTAssertEqual(
+            wireError { try FrameIO.writeFrame([1, 2, 3], to: a, maxLength: 2) }, .frameTooLarge(3, limit: 2))
     }
 
     /// Writing to a closed peer is EPIPE, not a SIGPIPE that kills the process.
@@ -178,6 +192,14 @@ final class LockedBox<T>: @unchecked Sendable {
     private var value: T
     private let lock = NSLock()
     init(_ value: T) { self.value = value }
-    func set(_ v: T) { lock.lock(); value = v; lock.unlock() }
-    func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
+    func set(_ v: T) {
+        lock.lock()
+        value = v
+        lock.unlock()
+    }
+    func get() -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
 }

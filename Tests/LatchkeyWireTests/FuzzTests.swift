@@ -1,5 +1,6 @@
-import XCTest
 import LatchkeyModel
+import XCTest
+
 @testable import LatchkeyWire
 
 /// Random and mutated payloads through the request and response decoders (the value decoder's own
@@ -25,8 +26,10 @@ final class FuzzTests: XCTestCase {
             case 4 where bytes.count >= 4:
                 // Overwrite a u32 with an extreme length or count.
                 let at = Int.random(in: 0...(bytes.count - 4), using: &rng)
-                let v: [UInt8] = [[0xff, 0xff, 0xff, 0xff], [0x00, 0x01, 0x00, 0x01], [0x7f, 0xff, 0xff, 0xff], [0, 0, 0, 0]]
-                    .randomElement(using: &rng)!
+                let v: [UInt8] = [
+                    [0xff, 0xff, 0xff, 0xff], [0x00, 0x01, 0x00, 0x01], [0x7f, 0xff, 0xff, 0xff], [0, 0, 0, 0],
+                ]
+                .randomElement(using: &rng)!
                 bytes.replaceSubrange(at..<(at + 4), with: v)
             default:
                 break

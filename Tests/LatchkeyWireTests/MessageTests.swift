@@ -1,6 +1,7 @@
-import XCTest
 import LatchkeyModel
 import LatchkeySecrets
+import XCTest
+
 @testable import LatchkeyWire
 
 final class MessageTests: XCTestCase {
@@ -14,20 +15,25 @@ final class MessageTests: XCTestCase {
             .update(query: query, attributes: ["labl": .string("new")]),
             .delete(query),
             .status,
-            .create(password: secret("correct horse"), options: ["argon2.t": .int(3), "argon2.m": .int(65536), "argon2.p": .int(1)]),
+            .create(
+                password: secret("correct horse"),
+                options: ["argon2.t": .int(3), "argon2.m": .int(65536), "argon2.p": .int(1)]),
             .unlock(password: secret("correct horse")),
             .unlock(password: secret("")),
             .lock(all: true),
             .lock(all: false),
             .changePassword(old: secret("old"), new: secret("new")),
-            .keyHandoff(masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)),
-                        deviceFactor: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),
+            .keyHandoff(
+                masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)),
+                deviceFactor: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),
             .keyHandoff(masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)), deviceFactor: nil),
             .sessionOpen(token: Array(0..<16)),
             .sessionClose(token: Array(16..<32)),
-            .keyOperation(["v_PersistentRef": .data(Array("keys".utf8) + [UInt8](repeating: 3, count: 16)),
-                           "op": .string("sign"), "algid": .string("algid:sign:ECDSA:message-X962:SHA256"),
-                           "v_Data": .data([1, 2, 3])]),
+            .keyOperation([
+                "v_PersistentRef": .data(Array("keys".utf8) + [UInt8](repeating: 3, count: 16)),
+                "op": .string("sign"), "algid": .string("algid:sign:ECDSA:message-X962:SHA256"),
+                "v_Data": .data([1, 2, 3]),
+            ]),
             .generateKey(["type": .string("73"), "bsiz": .int(256), "private": .dictionary(["perm": .bool(true)])]),
         ]
     }
@@ -38,15 +44,17 @@ final class MessageTests: XCTestCase {
         XCTAssertEqual(bytes, [0x01, 0x30, 0, 0, 0, 32] + master + [0, 0, 0, 0])
         // A master key must be exactly 32 bytes, a device factor 0 or 32.
         for (m, d) in [(31, 0), (33, 0), (0, 0), (32, 16), (32, 33)] {
-            let body = [0x01, 0x30, 0, 0, 0, UInt8(m)] + [UInt8](repeating: 1, count: m)
+            let body =
+                [0x01, 0x30, 0, 0, 0, UInt8(m)] + [UInt8](repeating: 1, count: m)
                 + [0, 0, 0, UInt8(d)] + [UInt8](repeating: 2, count: d)
             XCTAssertThrowsError(try Request.decode(body), "m=\(m) d=\(d)")
         }
         XCTAssertEqual(Request.sessionOpen(token: Array(0..<16)).encode(), [0x01, 0x31] + Array(0..<16))
         XCTAssertThrowsError(try Request.decode([0x01, 0x31] + Array(0..<15)), "short token")
         XCTAssertThrowsError(try Request.decode([0x01, 0x32] + Array(0..<17)), "trailing byte")
-        XCTAssertEqual(Set(Opcode.allCases.filter(\.permittedForRoot)),
-                       [.hello, .keyHandoff, .sessionOpen, .sessionClose])
+        XCTAssertEqual(
+            Set(Opcode.allCases.filter(\.permittedForRoot)),
+            [.hello, .keyHandoff, .sessionOpen, .sessionClose])
     }
 
     func testEveryRequestRoundTrips() throws {
@@ -139,7 +147,8 @@ final class MessageTests: XCTestCase {
     /// The worked examples in docs/PROTOCOL.md, byte for byte.
     func testProtocolDocumentExamples() throws {
         let request = Request.copyMatching(["class": .string("genp"), "r_Data": .bool(true)])
-        let requestFrame = hex("""
+        let requestFrame = hex(
+            """
             00 00 00 25 01 11 08 00 00 00 02 00 00 00 05 63 6c 61 73 73 01 00 00 00 04 67 65 6e 70
             00 00 00 06 72 5f 44 61 74 61 04 01
             """)
@@ -151,12 +160,14 @@ final class MessageTests: XCTestCase {
         XCTAssertEqual(frame(success.encode()), successFrame)
 
         let failure = Response(status: -25300, message: "no matching item")
-        let failureFrame = hex("""
+        let failureFrame = hex(
+            """
             00 00 00 18 01 ff ff 9d 2c 02 00 10 6e 6f 20 6d 61 74 63 68 69 6e 67 20 69 74 65 6d
             """)
         XCTAssertEqual(frame(failure.encode()), failureFrame)
 
-        let rejection = hex("""
+        let rejection = hex(
+            """
             00 00 00 26 01 ff ff ff fc 02 00 1e 75 6e 73 75 70 70 6f 72 74 65 64 20 70 72 6f 74 6f
             63 6f 6c 20 76 65 72 73 69 6f 6e 20 32
             """)

@@ -1,5 +1,6 @@
 import LatchkeyModel
 import LatchkeySecrets
+
 @testable import LatchkeyWire
 
 /// SplitMix64: a tiny seeded generator so fuzz failures reproduce from the seed alone.
@@ -46,7 +47,8 @@ func randomValue<G: RandomNumberGenerator>(depth: Int = 1, using rng: inout G) -
     case 4: return .double(Double.random(in: -1e300...1e300, using: &rng))
     case 5: return .date(Double.random(in: -1e9...1e9, using: &rng))
     case 6: return .null
-    case 7: return .array((0..<Int.random(in: 0..<4, using: &rng)).map { _ in randomValue(depth: depth + 1, using: &rng) })
+    case 7:
+        return .array((0..<Int.random(in: 0..<4, using: &rng)).map { _ in randomValue(depth: depth + 1, using: &rng) })
     default: return .dictionary(randomDictionary(depth: depth + 1, using: &rng))
     }
 }
@@ -54,7 +56,8 @@ func randomValue<G: RandomNumberGenerator>(depth: Int = 1, using rng: inout G) -
 func randomDictionary<G: RandomNumberGenerator>(depth: Int = 1, using rng: inout G) -> SecDictionary {
     var d: SecDictionary = [:]
     for _ in 0..<Int.random(in: 0..<4, using: &rng) {
-        d[randomString(using: &rng)] = depth < Wire.maxValueDepth
+        d[randomString(using: &rng)] =
+            depth < Wire.maxValueDepth
             ? randomValue(depth: depth, using: &rng) : .int(1)
     }
     return d
@@ -82,13 +85,17 @@ func randomRequest<G: RandomNumberGenerator>(using rng: inout G) -> Request {
 }
 
 func randomResponse<G: RandomNumberGenerator>(using rng: inout G) -> Response {
-    Response(status: Int32.random(in: .min ... .max, using: &rng),
-             value: Bool.random(using: &rng) ? randomValue(using: &rng) : nil,
-             message: Bool.random(using: &rng) ? randomString(using: &rng) : nil)
+    Response(
+        status: Int32.random(in: .min ... .max, using: &rng),
+        value: Bool.random(using: &rng) ? randomValue(using: &rng) : nil,
+        message: Bool.random(using: &rng) ? randomString(using: &rng) : nil)
 }
 
 /// Runs `body` and returns the WireError it threw, or nil if it did not throw. (Closures are not
 /// inferred as typed-throwing, hence the cast; the API's typed throws guarantee it succeeds.)
 func wireError<T>(_ body: () throws -> T) -> WireError? {
-    do { _ = try body(); return nil } catch { return error as? WireError ?? .malformed("not a WireError: \(error)") }
+    do {
+        _ = try body()
+        return nil
+    } catch { return error as? WireError ?? .malformed("not a WireError: \(error)") }
 }

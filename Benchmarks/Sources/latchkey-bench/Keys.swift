@@ -14,8 +14,10 @@ struct KeyKind {
 }
 
 nonisolated(unsafe) let keyKinds = [
-    KeyKind(name: "EC P-256", type: kSecAttrKeyTypeECSECPrimeRandom, bits: 256, algorithm: .ecdsaSignatureMessageX962SHA256),
-    KeyKind(name: "EC P-384", type: kSecAttrKeyTypeECSECPrimeRandom, bits: 384, algorithm: .ecdsaSignatureMessageX962SHA384),
+    KeyKind(
+        name: "EC P-256", type: kSecAttrKeyTypeECSECPrimeRandom, bits: 256, algorithm: .ecdsaSignatureMessageX962SHA256),
+    KeyKind(
+        name: "EC P-384", type: kSecAttrKeyTypeECSECPrimeRandom, bits: 384, algorithm: .ecdsaSignatureMessageX962SHA384),
     KeyKind(name: "RSA 2048", type: kSecAttrKeyTypeRSA, bits: 2048, algorithm: .rsaSignatureMessagePSSSHA256),
     KeyKind(name: "RSA 3072", type: kSecAttrKeyTypeRSA, bits: 3072, algorithm: .rsaSignatureMessagePSSSHA256),
 ]
@@ -44,19 +46,31 @@ func runKeyBenchmark(options: Options, machine: String) {
         FileHandle.standardError.write(Data("latchkey-bench: \(kind.name)…\n".utf8))
         let generations = kind.type == kSecAttrKeyTypeRSA ? 5 : 50
         var generated: [SecKey] = []
-        let generate = Summary(sampled(generations) {
-            generated.append(keyOrFail([kSecAttrKeyType: kind.type, kSecAttrKeySizeInBits: kind.bits,
-                                        kSecPrivateKeyAttrs: [kSecAttrIsPermanent: true,
-                                                              kSecAttrApplicationTag: Data("gen-\(generated.count)".utf8)]],
-                                       "generating a \(kind.name) key in the keychain"))
-        })
+        let generate = Summary(
+            sampled(generations) {
+                generated.append(
+                    keyOrFail(
+                        [
+                            kSecAttrKeyType: kind.type, kSecAttrKeySizeInBits: kind.bits,
+                            kSecPrivateKeyAttrs: [
+                                kSecAttrIsPermanent: true,
+                                kSecAttrApplicationTag: Data("gen-\(generated.count)".utf8),
+                            ],
+                        ],
+                        "generating a \(kind.name) key in the keychain"))
+            })
         let tag = Data("bench-\(kind.name)".utf8)
-        let inProcess = keyOrFail([kSecAttrKeyType: kind.type, kSecAttrKeySizeInBits: kind.bits], "generating a \(kind.name) key")
-        guard SecItemAdd([kSecValueRef: inProcess, kSecAttrApplicationTag: tag] as NSDictionary, nil) == errSecSuccess else {
+        let inProcess = keyOrFail(
+            [kSecAttrKeyType: kind.type, kSecAttrKeySizeInBits: kind.bits], "generating a \(kind.name) key")
+        guard SecItemAdd([kSecValueRef: inProcess, kSecAttrApplicationTag: tag] as NSDictionary, nil) == errSecSuccess
+        else {
             fail("adding the \(kind.name) key")
         }
-        let query = [kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
-                     kSecReturnRef: true] as NSDictionary
+        let query =
+            [
+                kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                kSecReturnRef: true,
+            ] as NSDictionary
         var found: CFTypeRef?
         guard SecItemCopyMatching(query, &found) == errSecSuccess, let stored = found.map({ $0 as! SecKey }) else {
             fail("finding the \(kind.name) key by tag")
@@ -69,14 +83,19 @@ func runKeyBenchmark(options: Options, machine: String) {
         guard let signature, SecKeyVerifySignature(publicKey, kind.algorithm, message, signature, nil) else {
             fail("the \(kind.name) signature made in the agent does not verify")
         }
-        let verify = Summary(sampled(ops) { _ = SecKeyVerifySignature(publicKey, kind.algorithm, message, signature, nil) })
+        let verify = Summary(
+            sampled(ops) { _ = SecKeyVerifySignature(publicKey, kind.algorithm, message, signature, nil) })
         let lookup = Summary(sampled(ops) { _ = SecItemCopyMatching(query, &found) })
         func cell(_ s: Summary) -> String { "\(microseconds(s.p50)) / \(microseconds(s.p99))" }
-        rows.append([kind.name, cell(local), cell(agent), microseconds(agent.p50 - local.p50), cell(verify), cell(lookup),
-                     microseconds(generate.p50)])
+        rows.append([
+            kind.name, cell(local), cell(agent), microseconds(agent.p50 - local.p50), cell(verify), cell(lookup),
+            microseconds(generate.p50),
+        ])
     }
-    let header = ["key", "sign in process p50 / p99", "sign in agent p50 / p99", "agent adds", "verify p50 / p99",
-                  "find by tag (ref) p50 / p99", "generate into keychain p50"]
+    let header = [
+        "key", "sign in process p50 / p99", "sign in agent p50 / p99", "agent adds", "verify p50 / p99",
+        "find by tag (ref) p50 / p99", "generate into keychain p50",
+    ]
     print("latchkey keys end to end; \(options.ops) signatures per kind (RSA: at most 300)")
     printTable(rows, header: header)
     print("(\(machine))")

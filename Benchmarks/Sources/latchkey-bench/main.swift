@@ -20,8 +20,9 @@
 import Foundation
 import Latchkey
 import LatchkeySecrets
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // MARK: - Options
@@ -85,7 +86,9 @@ struct Options {
             switch argument {
             case "--sizes":
                 let text = value(argument)
-                let sizes = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "_", with: "")) }
+                let sizes = text.split(separator: ",").map {
+                    Int($0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "_", with: ""))
+                }
                 guard !sizes.isEmpty, sizes.allSatisfy({ ($0 ?? 0) >= 1 }) else {
                     fail("--sizes: '\(text)' is not a list of positive item counts", code: 64)
                 }
@@ -159,24 +162,31 @@ final class Cleanup: @unchecked Sendable {
 
     /// True once a signal asked us to stop: failures of calls to the stopped agent are expected then.
     var isInterrupted: Bool {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return interrupted
     }
 
     /// On SIGINT/SIGTERM: stop the agent, remove the directory, exit.
     func interrupt() -> Never {
-        lock.lock(); interrupted = true; lock.unlock()
+        lock.lock()
+        interrupted = true
+        lock.unlock()
         FileHandle.standardError.write(Data("latchkey-bench: interrupted; stopping the agent\n".utf8))
         run()
         exit(130)
     }
 
     func register(directory: String) {
-        lock.lock(); self.directory = directory; lock.unlock()
+        lock.lock()
+        self.directory = directory
+        lock.unlock()
     }
 
     func register(agent pid: pid_t) {
-        lock.lock(); agentPID = pid; lock.unlock()
+        lock.lock()
+        agentPID = pid
+        lock.unlock()
     }
 
     /// SIGTERMs the agent, waits for it to go, and removes the temporary directory. Idempotent.
@@ -198,8 +208,9 @@ final class Cleanup: @unchecked Sendable {
 func waitForExit(_ pid: pid_t) {
     for _ in 0..<500 {
         guard kill(pid, 0) == 0, let stat = readFile("/proc/\(pid)/stat"),
-              let close = stat.lastIndex(of: ")"), stat.index(close, offsetBy: 2) < stat.endIndex,
-              stat[stat.index(close, offsetBy: 2)] != "Z" else { return }
+            let close = stat.lastIndex(of: ")"), stat.index(close, offsetBy: 2) < stat.endIndex,
+            stat[stat.index(close, offsetBy: 2)] != "Z"
+        else { return }
         usleep(10_000)
     }
 }
@@ -275,9 +286,11 @@ func mappedResidentKiB(_ pid: pid_t, fileSuffix suffix: String) -> Int {
     for line in smaps.split(separator: "\n") {
         if let first = line.first, first.isHexDigit, line.contains("-") && !line.hasPrefix("Rss") {
             // A mapping header: "start-end perms offset dev inode [path]".
-            inFile = line.split(separator: " ", omittingEmptySubsequences: true).last.map { $0.hasSuffix(suffix) } ?? false
+            inFile =
+                line.split(separator: " ", omittingEmptySubsequences: true).last.map { $0.hasSuffix(suffix) } ?? false
         } else if inFile, line.hasPrefix("Rss:") {
-            total += line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) } ?? 0
+            total +=
+                line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) } ?? 0
         }
     }
     return total
@@ -375,8 +388,10 @@ final class Workload {
     }
 
     func addQuery(_ i: Int) -> NSDictionary {
-        [kSecClass: kSecClassGenericPassword, kSecAttrService: service(i), kSecAttrAccount: account(i),
-         kSecValueData: value(i, generation[i])] as NSDictionary
+        [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: service(i), kSecAttrAccount: account(i),
+            kSecValueData: value(i, generation[i]),
+        ] as NSDictionary
     }
 
     func itemQuery(_ i: Int) -> NSDictionary {
@@ -384,8 +399,10 @@ final class Workload {
     }
 
     func copyQuery(_ i: Int) -> NSDictionary {
-        [kSecClass: kSecClassGenericPassword, kSecAttrService: service(i), kSecAttrAccount: account(i),
-         kSecReturnData: true] as NSDictionary
+        [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: service(i), kSecAttrAccount: account(i),
+            kSecReturnData: true,
+        ] as NSDictionary
     }
 
     func check(_ status: OSStatus, _ what: String, _ i: Int) {
@@ -415,8 +432,9 @@ final class Workload {
     func result(_ samples: [Sample]) -> OperationResult {
         let n = Double(samples.count) * 1_000
         func mean(_ key: KeyPath<Sample, UInt64>) -> Double { Double(samples.reduce(0) { $0 + $1[keyPath: key] }) / n }
-        return OperationResult(latency: Summary(samples.map(\.wall)),
-                               breakdown: Breakdown(wall: mean(\.wall), client: mean(\.client), agent: mean(\.agent)))
+        return OperationResult(
+            latency: Summary(samples.map(\.wall)),
+            breakdown: Breakdown(wall: mean(\.wall), client: mean(\.client), agent: mean(\.agent)))
     }
 
     /// Adds items until `count` are present; returns the time taken and where it went (whole loop,
@@ -460,7 +478,8 @@ final class Workload {
     func measureLevel(blockSize: Int = 50) -> Measurements {
         agentCPU.refresh()
         var m = Measurements()
-        for key in [\Measurements.add, \.copy, \.update, \.delete, \.floor] as [WritableKeyPath<Measurements, [Sample]>] {
+        for key in [\Measurements.add, \.copy, \.update, \.delete, \.floor] as [WritableKeyPath<Measurements, [Sample]>]
+        {
             m[keyPath: key].reserveCapacity(options.ops)
         }
         var done = 0
@@ -522,8 +541,11 @@ final class Workload {
     /// library → socket → agent thread → reply, so copy minus this is the engine's share.
     func floorOnce() -> Sample {
         let i = randomKey()
-        let query = [kSecClass: "none", kSecAttrService: service(i), kSecAttrAccount: account(i),
-                     kSecReturnData: true] as NSDictionary
+        let query =
+            [
+                kSecClass: "none", kSecAttrService: service(i), kSecAttrAccount: account(i),
+                kSecReturnData: true,
+            ] as NSDictionary
         var result: CFTypeRef?
         let (status, sample) = timed { SecItemCopyMatching(query, &result) }
         guard status == errSecNoSuchClass else {
@@ -621,83 +643,119 @@ struct Verdict {
 func verdicts(_ results: [LevelResult]) -> [Verdict] {
     var out: [Verdict] = []
     if let worst = results.max(by: { $0.copy.latency.p50 < $1.copy.latency.p50 }) {
-        out.append(Verdict(text: "copy p50 ≤ 100 µs at every size: worst \(microseconds(worst.copy.latency.p50)) at \(grouped(worst.items))",
-                           met: worst.copy.latency.p50 <= 100))
+        out.append(
+            Verdict(
+                text:
+                    "copy p50 ≤ 100 µs at every size: worst \(microseconds(worst.copy.latency.p50)) at \(grouped(worst.items))",
+                met: worst.copy.latency.p50 <= 100))
     }
     if let first = results.first, let last = results.last, last.items > first.items {
         let ratio = last.copy.latency.p50 / first.copy.latency.p50
-        out.append(Verdict(text: String(format: "copy flat in item count, p50 %@ / %@ ≤ 1.5: %.2f×",
-                                        grouped(last.items), grouped(first.items), ratio), met: ratio <= 1.5))
+        out.append(
+            Verdict(
+                text: String(
+                    format: "copy flat in item count, p50 %@ / %@ ≤ 1.5: %.2f×",
+                    grouped(last.items), grouped(first.items), ratio), met: ratio <= 1.5))
         let addRatio = last.add.latency.p50 / first.add.latency.p50
-        out.append(Verdict(text: String(format: "add independent of item count, p50 %@ / %@: %.2f×",
-                                        grouped(last.items), grouped(first.items), addRatio), met: addRatio <= 1.5))
+        out.append(
+            Verdict(
+                text: String(
+                    format: "add independent of item count, p50 %@ / %@: %.2f×",
+                    grouped(last.items), grouped(first.items), addRatio), met: addRatio <= 1.5))
     }
     if let at10k = results.first(where: { $0.items == 10_000 }), let memory = at10k.memory {
-        out.append(Verdict(text: "agent RSS at 10,000 items ≤ 30 MiB: VmRSS \(mebibytes(memory.rssKiB)), of which "
-                               + "\(mebibytes(memory.databaseKiB)) mapped keychain.db pages, so \(mebibytes(memory.ownKiB)) the "
-                               + "agent's own; VmHWM \(mebibytes(memory.hwmKiB))",
-                           met: Double(memory.ownKiB) <= 30 * 1_024))
+        out.append(
+            Verdict(
+                text: "agent RSS at 10,000 items ≤ 30 MiB: VmRSS \(mebibytes(memory.rssKiB)), of which "
+                    + "\(mebibytes(memory.databaseKiB)) mapped keychain.db pages, so \(mebibytes(memory.ownKiB)) the "
+                    + "agent's own; VmHWM \(mebibytes(memory.hwmKiB))",
+                met: Double(memory.ownKiB) <= 30 * 1_024))
     }
     return out
 }
 
 func report(_ results: [LevelResult], options: Options, machine: String, context: [String]) {
     print("")
-    print("latchkey end to end (SecItem → socket → latchkeyd → SQLite); \(options.ops) ops per kind and size, random keys")
+    print(
+        "latchkey end to end (SecItem → socket → latchkeyd → SQLite); \(options.ops) ops per kind and size, random keys"
+    )
     for line in context { print("  " + line) }
     print("")
     let latencyRows: [[String]] = results.map { r in
-        [grouped(r.items),
-         r.filled > 0 ? String(format: "%.0f/s", r.fillThroughput) : "–",
-         microseconds(r.add.latency.p50), microseconds(r.add.latency.p99),
-         microseconds(r.copy.latency.p50), microseconds(r.copy.latency.p99),
-         microseconds(r.update.latency.p50), microseconds(r.update.latency.p99),
-         microseconds(r.delete.latency.p50), microseconds(r.delete.latency.p99),
-         r.memory.map { mebibytes($0.rssKiB) } ?? "?", r.memory.map { mebibytes($0.databaseKiB) } ?? "?",
-         r.memory.map { mebibytes($0.hwmKiB) } ?? "?", r.load]
+        [
+            grouped(r.items),
+            r.filled > 0 ? String(format: "%.0f/s", r.fillThroughput) : "–",
+            microseconds(r.add.latency.p50), microseconds(r.add.latency.p99),
+            microseconds(r.copy.latency.p50), microseconds(r.copy.latency.p99),
+            microseconds(r.update.latency.p50), microseconds(r.update.latency.p99),
+            microseconds(r.delete.latency.p50), microseconds(r.delete.latency.p99),
+            r.memory.map { mebibytes($0.rssKiB) } ?? "?", r.memory.map { mebibytes($0.databaseKiB) } ?? "?",
+            r.memory.map { mebibytes($0.hwmKiB) } ?? "?", r.load,
+        ]
     }
-    printTable(latencyRows, header: ["items", "bulk add", "add p50", "add p99", "copy p50", "copy p99",
-                                     "update p50", "update p99", "delete p50", "delete p99",
-                                     "VmRSS", "of it mapped db", "VmHWM", "load 1/5/15 min"])
+    printTable(
+        latencyRows,
+        header: [
+            "items", "bulk add", "add p50", "add p99", "copy p50", "copy p99",
+            "update p50", "update p99", "delete p50", "delete p99",
+            "VmRSS", "of it mapped db", "VmHWM", "load 1/5/15 min",
+        ])
     print("")
     print("Where the time goes, mean per operation: wall = client CPU + agent CPU + waiting (fsync, wake-ups)")
     var breakdownRows: [[String]] = []
     for r in results {
-        for (name, b) in [("bulk add", r.fillBreakdown), ("add", r.add.breakdown), ("copy", r.copy.breakdown),
-                          ("update", r.update.breakdown), ("delete", r.delete.breakdown),
-                          ("transport floor", r.roundTrip.breakdown)] where !(name == "bulk add" && r.filled == 0) {
-            breakdownRows.append([grouped(r.items), name, microseconds(b.wall), microseconds(b.client),
-                                  microseconds(b.agent), microseconds(b.waiting)])
+        for (name, b) in [
+            ("bulk add", r.fillBreakdown), ("add", r.add.breakdown), ("copy", r.copy.breakdown),
+            ("update", r.update.breakdown), ("delete", r.delete.breakdown),
+            ("transport floor", r.roundTrip.breakdown),
+        ] where !(name == "bulk add" && r.filled == 0) {
+            breakdownRows.append([
+                grouped(r.items), name, microseconds(b.wall), microseconds(b.client),
+                microseconds(b.agent), microseconds(b.waiting),
+            ])
         }
     }
     printTable(breakdownRows, header: ["items", "operation", "wall", "client CPU", "agent CPU", "waiting"])
     print("")
     print("Transport floor (the same copy call for an unknown class, rejected by the agent's parser) and store size:")
-    printTable(results.map { r in
-        [grouped(r.items), microseconds(r.roundTrip.latency.p50), microseconds(r.roundTrip.latency.p99),
-         microseconds(r.copy.latency.p50 - r.roundTrip.latency.p50), mebibytes(r.databaseBytes / 1_024)]
-    }, header: ["items", "floor p50", "floor p99", "copy p50 − floor p50", "keychain.db + wal"])
+    printTable(
+        results.map { r in
+            [
+                grouped(r.items), microseconds(r.roundTrip.latency.p50), microseconds(r.roundTrip.latency.p99),
+                microseconds(r.copy.latency.p50 - r.roundTrip.latency.p50), mebibytes(r.databaseBytes / 1_024),
+            ]
+        }, header: ["items", "floor p50", "floor p99", "copy p50 − floor p50", "keychain.db + wal"])
     print("")
     print("Targets:")
     for v in verdicts(results) {
         print("  [\(v.met == true ? "met" : v.met == false ? "MISSED" : "?")] \(v.text)")
     }
-    print("  reference, gnome-keyring on this machine: search 106 µs at 100 items, 351 µs at 3,000;"
-          + " add 4.6 ms at 100 items, 40 ms at 3,000")
+    print(
+        "  reference, gnome-keyring on this machine: search 106 µs at 100 items, 351 µs at 3,000;"
+            + " add 4.6 ms at 100 items, 40 ms at 3,000")
 
     guard options.markdown else { return }
     print("")
-    print("| Items | Bulk add | Add p50 / p99 | Copy p50 / p99 | Update p50 / p99 | Delete p50 / p99 | Agent VmRSS (mapped db) / VmHWM |")
-    print("|------:|---------:|--------------:|---------------:|-----------------:|-----------------:|--------------------:|")
+    print(
+        "| Items | Bulk add | Add p50 / p99 | Copy p50 / p99 | Update p50 / p99 | Delete p50 / p99 | Agent VmRSS (mapped db) / VmHWM |"
+    )
+    print(
+        "|------:|---------:|--------------:|---------------:|-----------------:|-----------------:|--------------------:|"
+    )
     for r in results {
         func pair(_ o: OperationResult) -> String { "\(microseconds(o.latency.p50)) / \(microseconds(o.latency.p99))" }
         let bulk = r.filled > 0 ? "\(grouped(Int(r.fillThroughput.rounded()))) items/s" : "–"
-        let memory = r.memory.map { "\(mebibytes($0.rssKiB)) (\(mebibytes($0.databaseKiB))) / \(mebibytes($0.hwmKiB))" } ?? "?"
-        print("| \(grouped(r.items)) | \(bulk) | \(pair(r.add)) | \(pair(r.copy)) | \(pair(r.update)) | \(pair(r.delete)) | \(memory) |")
+        let memory =
+            r.memory.map { "\(mebibytes($0.rssKiB)) (\(mebibytes($0.databaseKiB))) / \(mebibytes($0.hwmKiB))" } ?? "?"
+        print(
+            "| \(grouped(r.items)) | \(bulk) | \(pair(r.add)) | \(pair(r.copy)) | \(pair(r.update)) | \(pair(r.delete)) | \(memory) |"
+        )
     }
     print("")
-    print("<sub>\(machine); \(options.ops) operations per kind and size at random keys; "
-          + "load average per size: \(results.map { "\(grouped($0.items)): \($0.load)" }.joined(separator: ", ")).</sub>")
+    print(
+        "<sub>\(machine); \(options.ops) operations per kind and size at random keys; "
+            + "load average per size: \(results.map { "\(grouped($0.items)): \($0.load)" }.joined(separator: ", ")).</sub>"
+    )
 }
 
 // MARK: - Main
@@ -721,18 +779,25 @@ if let cpu = options.cpu {
     // the mask (a cpu_set_t: 1,024 bits) by hand.
     typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
     var mask = [UInt64](repeating: 0, count: 16)
-    guard cpu < mask.count * 64 else { fail("--cpu: \(cpu) is beyond the \(mask.count * 64) CPUs a cpu_set_t holds", code: 64) }
+    guard cpu < mask.count * 64 else {
+        fail("--cpu: \(cpu) is beyond the \(mask.count * 64) CPUs a cpu_set_t holds", code: 64)
+    }
     mask[cpu / 64] |= UInt64(1) << UInt64(cpu % 64)
-    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "sched_setaffinity") else { fail("--cpu: no sched_setaffinity", code: 64) }
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "sched_setaffinity") else {
+        fail("--cpu: no sched_setaffinity", code: 64)
+    }
     let setAffinity = unsafeBitCast(symbol, to: SetAffinity.self)
     guard mask.withUnsafeBytes({ setAffinity(0, $0.count, $0.baseAddress!) }) == 0 else {
         fail("--cpu \(cpu): sched_setaffinity: \(String(cString: strerror(errno)))", code: 64)
     }
 }
 
-let baseDirectory = options.baseDirectory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+let baseDirectory =
+    options.baseDirectory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
 var template = Array((baseDirectory + "/latchkey-bench.XXXXXX").utf8CString)
-guard let made = mkdtemp(&template) else { fail("cannot create a directory in \(baseDirectory): \(String(cString: strerror(errno)))") }
+guard let made = mkdtemp(&template) else {
+    fail("cannot create a directory in \(baseDirectory): \(String(cString: strerror(errno)))")
+}
 let root = String(cString: made)
 Cleanup.shared.register(directory: root)
 let runtimeDirectory = root + "/run", dataDirectory = root + "/data"
@@ -746,10 +811,13 @@ let agentExecutable = ProcessInfo.processInfo.environment["LATCHKEYD"] ?? "(next
 // Creating the keychain is the first call: the library starts the agent on demand. Weak Argon2id
 // parameters keep set-up fast; key derivation is not what is measured.
 do {
-    try KeychainControl.create(password: SecretBytes(copying: Array("latchkey-bench".utf8)),
-                               options: .init(timeCost: 1, memoryKiB: 8_192, parallelism: 1, allowWeak: true))
+    try KeychainControl.create(
+        password: SecretBytes(copying: Array("latchkey-bench".utf8)),
+        options: .init(timeCost: 1, memoryKiB: 8_192, parallelism: 1, allowWeak: true))
 } catch {
-    fail("cannot create the benchmark keychain (status \(error.status)): \(error.detail ?? "no detail"); agent: \(agentExecutable)")
+    fail(
+        "cannot create the benchmark keychain (status \(error.status)): \(error.detail ?? "no detail"); agent: \(agentExecutable)"
+    )
 }
 let socketPath = runtimeDirectory + "/latchkey/agent.sock"
 guard let pid = listenerPID(socketPath: socketPath) else { fail("no agent listens on \(socketPath)") }
@@ -773,20 +841,23 @@ func fileSystem(of path: String) -> String {
     return best.1
 }
 
-let cpuModel = readFile("/proc/cpuinfo")?.split(separator: "\n").first(where: { $0.hasPrefix("model name") })
+let cpuModel =
+    readFile("/proc/cpuinfo")?.split(separator: "\n").first(where: { $0.hasPrefix("model name") })
     .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "?" } ?? "?"
 // What the figures depend on: the Markdown footnote carries this; the run's own paths and pid go to
 // the readable output only.
 #if DEBUG
-let configuration = "debug build (use scripts/bench for release figures)"
+    let configuration = "debug build (use scripts/bench for release figures)"
 #else
-let configuration = "release build"
+    let configuration = "release build"
 #endif
-let machine = "\(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs (\(cpuModel)), \(configuration), keychain on \(fileSystem(of: root))"
+let machine =
+    "\(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs (\(cpuModel)), \(configuration), keychain on \(fileSystem(of: root))"
     + " (synchronous=FULL: every write waits for fdatasync)"
     + (options.cpu.map { ", client and agent pinned to CPU \($0)" } ?? ", client and agent placed by the scheduler")
 let context = [machine, "agent pid \(pid), directories \(root)"]
-FileHandle.standardError.write(Data("latchkey-bench: agent pid \(pid) (\(agentExecutable)) in \(root); load \(loadAverage())\n".utf8))
+FileHandle.standardError.write(
+    Data("latchkey-bench: agent pid \(pid) (\(agentExecutable)) in \(root); load \(loadAverage())\n".utf8))
 
 func databaseBytes() -> Int {
     ["", "-wal"].reduce(0) { total, suffix in
@@ -805,17 +876,20 @@ let workload = Workload(options: options, agentPID: pid)
 var results: [LevelResult] = []
 for size in options.sizes {
     let loadBefore = loadAverage()
-    FileHandle.standardError.write(Data("latchkey-bench: filling to \(grouped(size)) items (load \(loadBefore))…\n".utf8))
+    FileHandle.standardError.write(
+        Data("latchkey-bench: filling to \(grouped(size)) items (load \(loadBefore))…\n".utf8))
     let fill = workload.fill(to: size)
     FileHandle.standardError.write(Data("latchkey-bench: measuring at \(grouped(size)) items…\n".utf8))
     workload.warmUp()
     let m = workload.measureLevel()
     let memory = agentMemory(pid)
-    results.append(LevelResult(items: size, filled: fill.items, fillSeconds: fill.seconds, fillBreakdown: fill.breakdown,
-                               add: workload.result(m.add), copy: workload.result(m.copy),
-                               update: workload.result(m.update), delete: workload.result(m.delete),
-                               roundTrip: workload.result(m.floor),
-                               memory: memory, databaseBytes: databaseBytes(), load: loadAverage()))
+    results.append(
+        LevelResult(
+            items: size, filled: fill.items, fillSeconds: fill.seconds, fillBreakdown: fill.breakdown,
+            add: workload.result(m.add), copy: workload.result(m.copy),
+            update: workload.result(m.update), delete: workload.result(m.delete),
+            roundTrip: workload.result(m.floor),
+            memory: memory, databaseBytes: databaseBytes(), load: loadAverage()))
 }
 
 report(results, options: options, machine: machine, context: context)

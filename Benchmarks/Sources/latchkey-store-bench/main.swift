@@ -12,8 +12,9 @@
 
 import Foundation
 import LatchkeyStore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 let usage = """
@@ -76,10 +77,11 @@ func hash(_ attribute: UInt8, _ value: Int) -> [UInt8] { blob(attribute, value, 
 
 /// Like an internet password: account (unique), server (100 items each), a class-wide attribute.
 func row(_ n: Int) -> NewRow {
-    NewRow(persistentRef: blob(0x01, n), itemClass: 1, protection: n % 7 + 1, synchronizable: false,
-           uniqueHash: blob(0x02, n, length: 32), wrappedKey: blob(0x03, n, length: 40),
-           metadata: blob(0x04, n, length: 64), secret: blob(0x05, n, length: 48),
-           indexHashes: [hash(0x20, n), hash(0x21, n % 200), hash(0x22, 0)])
+    NewRow(
+        persistentRef: blob(0x01, n), itemClass: 1, protection: n % 7 + 1, synchronizable: false,
+        uniqueHash: blob(0x02, n, length: 32), wrappedKey: blob(0x03, n, length: 40),
+        metadata: blob(0x04, n, length: 64), secret: blob(0x05, n, length: 48),
+        indexHashes: [hash(0x20, n), hash(0x21, n % 200), hash(0x22, 0)])
 }
 
 // MARK: - Timing
@@ -117,13 +119,18 @@ func measure(_ store: Store, at size: Int) throws -> String {
     var found = 0
     let two = try bestOf(5, 400) { i in
         let n = (i * 7919) % size
-        found += try store.rows(matching: RowFilter(itemClass: 1, protections: [1, 2, 3, 4, 5, 6, 7],
-                                                    allOfHashes: [hash(0x20, n), hash(0x21, n % 200)])).count
+        found += try store.rows(
+            matching: RowFilter(
+                itemClass: 1, protections: [1, 2, 3, 4, 5, 6, 7],
+                allOfHashes: [hash(0x20, n), hash(0x21, n % 200)])
+        ).count
     }
     let three = try bestOf(5, 400) { i in
         let n = (i * 7919) % size
-        found += try store.headers(matching: RowFilter(
-            itemClass: 1, allOfHashes: [hash(0x20, n), hash(0x21, n % 200), hash(0x22, 0)])).count
+        found += try store.headers(
+            matching: RowFilter(
+                itemClass: 1, allOfHashes: [hash(0x20, n), hash(0x21, n % 200), hash(0x22, 0)])
+        ).count
     }
     let byRef = try bestOf(5, 400) { i in
         found += try store.row(persistentRef: blob(0x01, (i * 7919) % size)) == nil ? 0 : 1
@@ -133,15 +140,22 @@ func measure(_ store: Store, at size: Int) throws -> String {
     // Each autocommit insert is its own durable transaction: with synchronous=FULL its cost is the WAL
     // fsync; NORMAL (no fsync at commit) shows what durability costs.
     var next = 10_000_000 + size
-    let insertFull = try median(60) { _ = try store.insert(row(next)); next += 1 }
+    let insertFull = try median(60) {
+        _ = try store.insert(row(next))
+        next += 1
+    }
     try store.setDurableCommits(false)
-    let insertNormal = try median(60) { _ = try store.insert(row(next)); next += 1 }
+    let insertNormal = try median(60) {
+        _ = try store.insert(row(next))
+        next += 1
+    }
     try store.setDurableCommits(true)
     // Back to `size` rows for the next measurement.
     let ids = try store.headers(matching: RowFilter(itemClass: 1, allOfHashes: [hash(0x22, 0)])).map(\.id)
     _ = try store.delete(ids: Array(ids.suffix(120)))
-    return String(format: "%6d rows: lookup 2 hashes %.1f µs, 3 hashes (headers) %.1f µs, by persistref %.1f µs; "
-                  + "insert FULL %.0f µs, NORMAL %.0f µs", size, two, three, byRef, insertFull, insertNormal)
+    return String(
+        format: "%6d rows: lookup 2 hashes %.1f µs, 3 hashes (headers) %.1f µs, by persistref %.1f µs; "
+            + "insert FULL %.0f µs, NORMAL %.0f µs", size, two, three, byRef, insertFull, insertNormal)
 }
 
 // MARK: - Run
@@ -162,11 +176,14 @@ func run(path: String, largeSize: Int) throws {
     reopened.close()
     print(small)
     print(large)
-    print(String(format: "bulk insert in one transaction: %.1f µs/row; open (quick_check) at %d rows: %.1f ms",
-                 bulk, largeSize, open))
+    print(
+        String(
+            format: "bulk insert in one transaction: %.1f µs/row; open (quick_check) at %d rows: %.1f ms",
+            bulk, largeSize, open))
 }
 
-let loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+let loadAverage =
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
     .split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
 let directory = baseDirectory + "/latchkey-store-bench-\(getpid())"
 do {

@@ -1,6 +1,7 @@
 import CBenchSystemd
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A minimal synchronous Secret Service client on sd-bus: the same code talks to every provider, so
@@ -34,9 +35,11 @@ final class Client {
     // MARK: Calls
 
     /// Builds a call, sends it, and hands the reply to `read`.
-    private func call<T>(_ path: String, _ interface: String, _ member: String, destination: String = Client.destination,
-                         append: (OpaquePointer) throws -> Void = { _ in },
-                         read: (OpaquePointer) throws -> T) throws -> T {
+    private func call<T>(
+        _ path: String, _ interface: String, _ member: String, destination: String = Client.destination,
+        append: (OpaquePointer) throws -> Void = { _ in },
+        read: (OpaquePointer) throws -> T
+    ) throws -> T {
         var message: OpaquePointer?
         try check(sd_bus_message_new_method_call(bus, &message, destination, path, interface, member), member)
         defer { sd_bus_message_unref(message) }
@@ -61,8 +64,10 @@ final class Client {
 
     /// Whether `name` has an owner on the bus.
     func nameHasOwner(_ name: String) throws -> Bool {
-        try call("/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", destination: "org.freedesktop.DBus",
-                 append: { try appendString($0, "s", name) }) { reply in
+        try call(
+            "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", destination: "org.freedesktop.DBus",
+            append: { try appendString($0, "s", name) }
+        ) { reply in
             var value: Int32 = 0
             try check(sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "b")), &value), "NameHasOwner")
             return value != 0
@@ -71,8 +76,11 @@ final class Client {
 
     /// The pid of the connection that owns `name`.
     func ownerPID(_ name: String) throws -> pid_t {
-        try call("/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID", destination: "org.freedesktop.DBus",
-                 append: { try appendString($0, "s", name) }) { reply in
+        try call(
+            "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+            destination: "org.freedesktop.DBus",
+            append: { try appendString($0, "s", name) }
+        ) { reply in
             var pid: UInt32 = 0
             try check(sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "u")), &pid), "GetConnectionUnixProcessID")
             return pid_t(pid)
@@ -81,46 +89,56 @@ final class Client {
 
     /// `OpenSession("plain", "")`: the session path.
     func openPlainSession() throws -> String {
-        try call(Self.service, "org.freedesktop.Secret.Service", "OpenSession", append: { m in
-            try appendString(m, "s", "plain")
-            try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "v")), "s"), "OpenSession")
-            try appendString(m, "s", "")
-            try check(sd_bus_message_close_container(m), "OpenSession")
-        }) { reply in
+        try call(
+            Self.service, "org.freedesktop.Secret.Service", "OpenSession",
+            append: { m in
+                try appendString(m, "s", "plain")
+                try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "v")), "s"), "OpenSession")
+                try appendString(m, "s", "")
+                try check(sd_bus_message_close_container(m), "OpenSession")
+            }
+        ) { reply in
             try check(sd_bus_message_skip(reply, "v"), "OpenSession")
             return try readString(reply, "o")
         }
     }
 
     /// `Collection.CreateItem`: the new item's path.
-    func createItem(collection: String, label: String, attributes: [(String, String)], secret: [UInt8],
-                    session: String, replace: Bool) throws -> String {
-        try call(collection, "org.freedesktop.Secret.Collection", "CreateItem", append: { m in
-            try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "a")), "{sv}"), "CreateItem")
-            try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "e")), "sv"), "CreateItem")
-            try appendString(m, "s", "org.freedesktop.Secret.Item.Label")
-            try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "v")), "s"), "CreateItem")
-            try appendString(m, "s", label)
-            try check(sd_bus_message_close_container(m), "CreateItem")
-            try check(sd_bus_message_close_container(m), "CreateItem")
-            try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "e")), "sv"), "CreateItem")
-            try appendString(m, "s", "org.freedesktop.Secret.Item.Attributes")
-            try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "v")), "a{ss}"), "CreateItem")
-            try appendAttributes(m, attributes)
-            try check(sd_bus_message_close_container(m), "CreateItem")
-            try check(sd_bus_message_close_container(m), "CreateItem")
-            try check(sd_bus_message_close_container(m), "CreateItem")
-            try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "r")), "oayays"), "CreateItem")
-            try appendString(m, "o", session)
-            try check(sd_bus_message_append_array(m, CChar(UInt8(ascii: "y")), nil, 0), "CreateItem")
-            _ = try secret.withUnsafeBytes { raw in
-                try check(sd_bus_message_append_array(m, CChar(UInt8(ascii: "y")), raw.baseAddress, raw.count), "CreateItem")
+    func createItem(
+        collection: String, label: String, attributes: [(String, String)], secret: [UInt8],
+        session: String, replace: Bool
+    ) throws -> String {
+        try call(
+            collection, "org.freedesktop.Secret.Collection", "CreateItem",
+            append: { m in
+                try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "a")), "{sv}"), "CreateItem")
+                try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "e")), "sv"), "CreateItem")
+                try appendString(m, "s", "org.freedesktop.Secret.Item.Label")
+                try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "v")), "s"), "CreateItem")
+                try appendString(m, "s", label)
+                try check(sd_bus_message_close_container(m), "CreateItem")
+                try check(sd_bus_message_close_container(m), "CreateItem")
+                try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "e")), "sv"), "CreateItem")
+                try appendString(m, "s", "org.freedesktop.Secret.Item.Attributes")
+                try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "v")), "a{ss}"), "CreateItem")
+                try appendAttributes(m, attributes)
+                try check(sd_bus_message_close_container(m), "CreateItem")
+                try check(sd_bus_message_close_container(m), "CreateItem")
+                try check(sd_bus_message_close_container(m), "CreateItem")
+                try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "r")), "oayays"), "CreateItem")
+                try appendString(m, "o", session)
+                try check(sd_bus_message_append_array(m, CChar(UInt8(ascii: "y")), nil, 0), "CreateItem")
+                _ = try secret.withUnsafeBytes { raw in
+                    try check(
+                        sd_bus_message_append_array(m, CChar(UInt8(ascii: "y")), raw.baseAddress, raw.count),
+                        "CreateItem")
+                }
+                try appendString(m, "s", "text/plain")
+                try check(sd_bus_message_close_container(m), "CreateItem")
+                var flag: Int32 = replace ? 1 : 0
+                try check(sd_bus_message_append_basic(m, CChar(UInt8(ascii: "b")), &flag), "CreateItem")
             }
-            try appendString(m, "s", "text/plain")
-            try check(sd_bus_message_close_container(m), "CreateItem")
-            var flag: Int32 = replace ? 1 : 0
-            try check(sd_bus_message_append_basic(m, CChar(UInt8(ascii: "b")), &flag), "CreateItem")
-        }) { reply in
+        ) { reply in
             let item = try readString(reply, "o")
             let prompt = try readString(reply, "o")
             guard prompt == "/" else { throw Failure(description: "CreateItem asked for a prompt (locked?)") }
@@ -130,18 +148,24 @@ final class Client {
 
     /// `Service.SearchItems`: unlocked and locked paths.
     func searchItems(_ attributes: [(String, String)]) throws -> (unlocked: [String], locked: [String]) {
-        try call(Self.service, "org.freedesktop.Secret.Service", "SearchItems", append: { m in
-            try appendAttributes(m, attributes)
-        }) { reply in
+        try call(
+            Self.service, "org.freedesktop.Secret.Service", "SearchItems",
+            append: { m in
+                try appendAttributes(m, attributes)
+            }
+        ) { reply in
             (try readPaths(reply), try readPaths(reply))
         }
     }
 
     /// `Item.GetSecret`: the secret's value.
     func getSecret(_ item: String, session: String) throws -> [UInt8] {
-        try call(item, "org.freedesktop.Secret.Item", "GetSecret", append: { m in
-            try appendString(m, "o", session)
-        }) { reply in
+        try call(
+            item, "org.freedesktop.Secret.Item", "GetSecret",
+            append: { m in
+                try appendString(m, "o", session)
+            }
+        ) { reply in
             try check(sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "oayays"), "GetSecret")
             _ = try readString(reply, "o")
             _ = try readBytes(reply)
@@ -159,11 +183,14 @@ final class Client {
 
     /// `Service.Unlock([collection])`: whether it was unlocked without a prompt.
     func unlockWithoutPrompt(_ collection: String) throws -> Bool {
-        try call(Self.service, "org.freedesktop.Secret.Service", "Unlock", append: { m in
-            try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "a")), "o"), "Unlock")
-            try appendString(m, "o", collection)
-            try check(sd_bus_message_close_container(m), "Unlock")
-        }) { reply in
+        try call(
+            Self.service, "org.freedesktop.Secret.Service", "Unlock",
+            append: { m in
+                try check(sd_bus_message_open_container(m, CChar(UInt8(ascii: "a")), "o"), "Unlock")
+                try appendString(m, "o", collection)
+                try check(sd_bus_message_close_container(m), "Unlock")
+            }
+        ) { reply in
             _ = try readPaths(reply)
             return try readString(reply, "o") == "/"
         }

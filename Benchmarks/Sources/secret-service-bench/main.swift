@@ -21,8 +21,9 @@
 import Foundation
 import Latchkey
 import LatchkeySecrets
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Options {
@@ -66,7 +67,10 @@ struct Options {
         }
         while k < arguments.count {
             switch arguments[k] {
-            case "--sizes": options.sizes = value().split(separator: ",").map { Int($0.replacingOccurrences(of: "_", with: "")) ?? 0 }
+            case "--sizes":
+                options.sizes = value().split(separator: ",").map {
+                    Int($0.replacingOccurrences(of: "_", with: "")) ?? 0
+                }
             case "--ops": options.ops = Int(value()) ?? 0
             case "--rounds": options.rounds = Int(value()) ?? 0
             case "--create-ops": options.createOps = Int(value()) ?? 0
@@ -75,14 +79,18 @@ struct Options {
             case "--dir": options.dir = value()
             case "--cpu": options.cpu = Int(value())
             case "--markdown": options.markdown = true
-            case "--help", "-h": print(usage, terminator: ""); exit(0)
+            case "--help", "-h":
+                print(usage, terminator: "")
+                exit(0)
             default: fail("unknown option \(arguments[k])\n\(usage)")
             }
             k += 1
         }
-        guard options.sizes.allSatisfy({ $0 > 0 }), options.sizes == options.sizes.sorted(), options.ops > 0, options.rounds > 0,
-              options.createOps > 0, options.budget > 0,
-              options.providers.allSatisfy({ ["latchkey", "gnome-keyring"].contains($0) }) else { fail(usage) }
+        guard options.sizes.allSatisfy({ $0 > 0 }), options.sizes == options.sizes.sorted(), options.ops > 0,
+            options.rounds > 0,
+            options.createOps > 0, options.budget > 0,
+            options.providers.allSatisfy({ ["latchkey", "gnome-keyring"].contains($0) })
+        else { fail(usage) }
         return options
     }
 }
@@ -142,7 +150,8 @@ func cpuSeconds(_ pid: pid_t) -> Double {
     var total: UInt64 = 0
     for task in tasks {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
-              let first = text.split(separator: " ").first, let ns = UInt64(first) else { continue }
+            let first = text.split(separator: " ").first, let ns = UInt64(first)
+        else { continue }
         total += ns
     }
     return Double(total) / 1e9
@@ -245,7 +254,8 @@ func startProvider(_ name: String, bus: PrivateBus, base: String) throws -> (pid
     switch name {
     case "latchkey":
         let run = base + "/latchkey-run", data = base + "/latchkey-data"
-        try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         setenv("XDG_RUNTIME_DIR", run, 1)
         setenv("XDG_DATA_HOME", data, 1)
         setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
@@ -264,8 +274,9 @@ func startProvider(_ name: String, bus: PrivateBus, base: String) throws -> (pid
     case "gnome-keyring":
         let home = base + "/gk-home"
         for sub in ["", "/run", "/data"] {
-            try FileManager.default.createDirectory(atPath: home + sub, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: home + sub, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon")
@@ -284,10 +295,13 @@ func startProvider(_ name: String, bus: PrivateBus, base: String) throws -> (pid
         input.fileHandleForWriting.write(Data("secret-service-bench".utf8))
         try input.fileHandleForWriting.close()
         Children.add(process.processIdentifier)
-        return (process.processIdentifier, {
-            process.terminate()
-            process.waitUntilExit()
-        })
+        return (
+            process.processIdentifier,
+            {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        )
     default:
         fail("unknown provider \(name)")
     }
@@ -327,7 +341,8 @@ func measure(_ provider: String, options: Options, bus: PrivateBus, base: String
                 let previous = createCosts[createCosts.count - 2]
                 k = min(1, max(0, log(last.cost / previous.cost) / log(Double(last.count) / Double(previous.count))))
             }
-            let projected = last.cost / pow(Double(last.count), k)
+            let projected =
+                last.cost / pow(Double(last.count), k)
                 * (pow(Double(size), k + 1) - pow(Double(count), k + 1)) / (k + 1)
             if projected > options.budget {
                 skip = "skipped: filling to \(size) would take ~\(Int(projected)) s"
@@ -339,9 +354,10 @@ func measure(_ provider: String, options: Options, bus: PrivateBus, base: String
         log("\(provider): filling to \(size) items…")
         let fillStart = now()
         while count < size {
-            _ = try client.createItem(collection: collection, label: "bench item \(count)",
-                                      attributes: [("bench", tag), ("n", "\(count)")], secret: secret,
-                                      session: session, replace: false)
+            _ = try client.createItem(
+                collection: collection, label: "bench item \(count)",
+                attributes: [("bench", tag), ("n", "\(count)")], secret: secret,
+                session: session, replace: false)
             count += 1
             if count % 10_000 == 0 { log("  \(count)") }
         }
@@ -350,7 +366,9 @@ func measure(_ provider: String, options: Options, bus: PrivateBus, base: String
 
         // Warm-up, then rounds of SearchItems with one match at random keys, and GetSecret of what
         // they found.
-        for _ in 0..<min(50, options.ops) { _ = try client.searchItems([("bench", tag), ("n", "\(Int.random(in: 0..<size, using: &rng))")]) }
+        for _ in 0..<min(50, options.ops) {
+            _ = try client.searchItems([("bench", tag), ("n", "\(Int.random(in: 0..<size, using: &rng))")])
+        }
         var searchRounds: [[Double]] = [], getRounds: [[Double]] = []
         var searchCPU: [Double] = [], getCPU: [Double] = []
         for _ in 0..<options.rounds {
@@ -362,7 +380,9 @@ func measure(_ provider: String, options: Options, bus: PrivateBus, base: String
                 let t0 = now()
                 let found = try client.searchItems([("bench", tag), ("n", "\(n)")])
                 searchSamples.append(now() - t0)
-                guard found.unlocked.count == 1 else { fail("\(provider): SearchItems n=\(n) found \(found.unlocked.count)") }
+                guard found.unlocked.count == 1 else {
+                    fail("\(provider): SearchItems n=\(n) found \(found.unlocked.count)")
+                }
                 paths.append(found.unlocked[0])
             }
             searchCPU.append((cpuSeconds(pid) - cpu) / Double(options.ops))
@@ -382,9 +402,11 @@ func measure(_ provider: String, options: Options, bus: PrivateBus, base: String
         var created: [String] = []
         for k in 0..<options.createOps {
             let t0 = now()
-            created.append(try client.createItem(collection: collection, label: "timed \(k)",
-                                                 attributes: [("bench", tag + "-timed"), ("n", "\(size)-\(k)")],
-                                                 secret: secret, session: session, replace: false))
+            created.append(
+                try client.createItem(
+                    collection: collection, label: "timed \(k)",
+                    attributes: [("bench", tag + "-timed"), ("n", "\(size)-\(k)")],
+                    secret: secret, session: session, replace: false))
             createSamples.append(now() - t0)
         }
         for path in created { try client.deleteItem(path) }
@@ -397,12 +419,15 @@ func measure(_ provider: String, options: Options, bus: PrivateBus, base: String
         let createLatency = Latency(createSamples)
         createCosts.append((size, createLatency.p50))
         let search = Latency(rounds: searchRounds), get = Latency(rounds: getRounds)
-        rows.append(Row(provider: provider, items: size, fillSeconds: fillSeconds, fillRate: filled / fillSeconds,
-                        search: search, getSecret: get, searchCPU: percentile(searchCPU, 0.5),
-                        getCPU: percentile(getCPU, 0.5), create: createLatency, ping: Latency(pingSamples)))
-        log("\(provider) at \(size): search p50 \(micro(search.p50)) (rounds \(searchRounds.map { micro(percentile($0, 0.5)) }), "
-            + "CPU \(micro(percentile(searchCPU, 0.5)))), get p50 \(micro(get.p50)) (CPU \(micro(percentile(getCPU, 0.5)))), "
-            + "create p50 \(micro(createLatency.p50)), fill \(String(format: "%.1f", fillSeconds)) s")
+        rows.append(
+            Row(
+                provider: provider, items: size, fillSeconds: fillSeconds, fillRate: filled / fillSeconds,
+                search: search, getSecret: get, searchCPU: percentile(searchCPU, 0.5),
+                getCPU: percentile(getCPU, 0.5), create: createLatency, ping: Latency(pingSamples)))
+        log(
+            "\(provider) at \(size): search p50 \(micro(search.p50)) (rounds \(searchRounds.map { micro(percentile($0, 0.5)) }), "
+                + "CPU \(micro(percentile(searchCPU, 0.5)))), get p50 \(micro(get.p50)) (CPU \(micro(percentile(getCPU, 0.5)))), "
+                + "create p50 \(micro(createLatency.p50)), fill \(String(format: "%.1f", fillSeconds)) s")
     }
     return rows
 }
@@ -426,12 +451,14 @@ if let cpu = options.cpu {
         fail("--cpu \(cpu): cannot pin")
     }
     mask[cpu / 64] |= UInt64(1) << UInt64(cpu % 64)
-    guard mask.withUnsafeBytes({ unsafeBitCast(symbol, to: SetAffinity.self)(0, $0.count, $0.baseAddress!) }) == 0 else {
+    guard mask.withUnsafeBytes({ unsafeBitCast(symbol, to: SetAffinity.self)(0, $0.count, $0.baseAddress!) }) == 0
+    else {
         fail("--cpu \(cpu): sched_setaffinity: \(String(cString: strerror(errno)))")
     }
 }
 let base = (options.dir ?? (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp")) + "/ss-bench-\(getpid())"
-try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+try FileManager.default.createDirectory(
+    atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
 defer { try? FileManager.default.removeItem(atPath: base) }
 let bus = try PrivateBus(directory: base)
 var rows: [Row] = []
@@ -443,37 +470,47 @@ for provider in options.providers {
 bus.stop()
 try? FileManager.default.removeItem(atPath: base)
 
-let cpuModel = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+let cpuModel =
+    (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
     .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?
     .trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
-print("secret-service-bench: one private dbus-daemon, one client (sd-bus, plain session), \(ProcessInfo.processInfo.activeProcessorCount) × \(cpuModel)"
-      + (options.cpu.map { ", everything pinned to CPU \($0)" } ?? ""))
-print("SearchItems: 2 attributes, 1 match; GetSecret: that item; CreateItem: a new item (deleted again, untimed); "
-      + "\(options.rounds) × \(options.ops) searches and reads, \(options.createOps) creates per size; "
-      + "CPU: the provider's own CPU time per call")
-let header = ["provider", "items", "bulk import", "SearchItems p50/p99", "(CPU)", "GetSecret p50/p99", "(CPU)",
-              "CreateItem p50/p99", "Ping p50"]
+print(
+    "secret-service-bench: one private dbus-daemon, one client (sd-bus, plain session), \(ProcessInfo.processInfo.activeProcessorCount) × \(cpuModel)"
+        + (options.cpu.map { ", everything pinned to CPU \($0)" } ?? ""))
+print(
+    "SearchItems: 2 attributes, 1 match; GetSecret: that item; CreateItem: a new item (deleted again, untimed); "
+        + "\(options.rounds) × \(options.ops) searches and reads, \(options.createOps) creates per size; "
+        + "CPU: the provider's own CPU time per call")
+let header = [
+    "provider", "items", "bulk import", "SearchItems p50/p99", "(CPU)", "GetSecret p50/p99", "(CPU)",
+    "CreateItem p50/p99", "Ping p50",
+]
 var table: [[String]] = []
 for row in rows {
     if let skipped = row.skipped {
         table.append([row.provider, "\(row.items)", skipped, "", "", "", "", "", ""])
         continue
     }
-    table.append([row.provider, "\(row.items)",
-                  String(format: "%.1f s (%.0f items/s)", row.fillSeconds ?? 0, row.fillRate ?? 0),
-                  "\(micro(row.search?.p50)) / \(micro(row.search?.p99))", micro(row.searchCPU),
-                  "\(micro(row.getSecret?.p50)) / \(micro(row.getSecret?.p99))", micro(row.getCPU),
-                  "\(micro(row.create?.p50)) / \(micro(row.create?.p99))",
-                  micro(row.ping?.p50)])
+    table.append([
+        row.provider, "\(row.items)",
+        String(format: "%.1f s (%.0f items/s)", row.fillSeconds ?? 0, row.fillRate ?? 0),
+        "\(micro(row.search?.p50)) / \(micro(row.search?.p99))", micro(row.searchCPU),
+        "\(micro(row.getSecret?.p50)) / \(micro(row.getSecret?.p99))", micro(row.getCPU),
+        "\(micro(row.create?.p50)) / \(micro(row.create?.p99))",
+        micro(row.ping?.p50),
+    ])
 }
 let widths = header.indices.map { column in ([header] + table).map { $0[column].count }.max() ?? 0 }
 for line in [header] + table {
-    print(line.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
-        .joined(separator: "  "))
+    print(
+        line.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            .joined(separator: "  "))
 }
 if options.markdown {
     print("")
-    print("| Provider | Items | Bulk import | SearchItems p50 / p99 | (CPU) | GetSecret p50 / p99 | (CPU) | CreateItem p50 / p99 | Ping p50 |")
+    print(
+        "| Provider | Items | Bulk import | SearchItems p50 / p99 | (CPU) | GetSecret p50 / p99 | (CPU) | CreateItem p50 / p99 | Ping p50 |"
+    )
     print("|---|---:|---|---|---:|---|---:|---|---|")
     for line in table {
         print("| " + line.joined(separator: " | ") + " |")
