@@ -137,8 +137,13 @@ let package = Package(
             resources: [.copy("Vectors")]),
         .testTarget(name: "LatchkeyStoreTests", dependencies: ["LatchkeyStore"]),
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
-        .testTarget(name: "LatchkeyCodecTests", dependencies: ["LatchkeyCodec"]),
-        .testTarget(name: "LatchkeyWireTests", dependencies: ["LatchkeyWire", "LatchkeyTransport"]),
+        // Seeded value generators and a mutator, shared by the tests of the two decoders of outside input.
+        .target(
+            name: "LatchkeyValueTestSupport", dependencies: ["LatchkeyModel"], path: "Tests/LatchkeyValueTestSupport"),
+        .testTarget(name: "LatchkeyCodecTests", dependencies: ["LatchkeyCodec", "LatchkeyValueTestSupport"]),
+        .testTarget(
+            name: "LatchkeyWireTests",
+            dependencies: ["LatchkeyWire", "LatchkeyTransport", "LatchkeyValueTestSupport"]),
         // Vectors: docs/STORE.md's worked examples, opened and recomputed through the engine's own code.
         .testTarget(
             name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore"],

@@ -4,11 +4,11 @@ import LatchkeySecrets
 /// An HMAC-SHA256 key set up once, for a key that computes many MACs (the keychain's index key
 /// hashes every attribute of every query and every stored item).
 ///
-/// `HMAC.sha256(key:_:)` builds a fresh `EVP_MAC_CTX` per call, and its `EVP_MAC_init` looks the
-/// digest up by name in the provider store and hashes the key into the inner and outer pads each
-/// time: about 19k instructions, 15 % of a Secret Service search. Here the keyed context is made
-/// once; each MAC duplicates it (`EVP_MAC_CTX_dup`: plain copies of the already keyed digest
-/// states) and only hashes the message.
+/// Keying a context (`EVP_MAC_init`) looks the digest up by name in the provider store and hashes the
+/// key into the inner and outer pads: about 19k instructions, which made 15 % of a Secret Service
+/// search when every hash keyed a fresh context. Here the keyed context is made once; each MAC
+/// duplicates it (`EVP_MAC_CTX_dup`: plain copies of the already keyed digest states) and only hashes
+/// the message. `HMAC.sha256(key:_:)`, for a key used once, is this with a context of its own.
 ///
 /// The keyed context holds the pads derived from the key, which are as secret as the key. It is
 /// freed, and OpenSSL clears it (`HMAC_CTX_free` cleanses its digest contexts), when the last
@@ -39,7 +39,7 @@ package final class HMACKey: @unchecked Sendable {
 
     deinit { EVP_MAC_CTX_free(keyed) }
 
-    /// HMAC-SHA256 of `data`; 32 bytes. The same result as `HMAC.sha256(key:_:)` with this key.
+    /// HMAC-SHA256 of `data`; 32 bytes.
     package func sha256(_ data: [UInt8]) throws -> [UInt8] {
         try data.withUnsafeBytes { try sha256($0) }
     }

@@ -5,8 +5,8 @@ import LatchkeySecrets
 /// AfterFirstUnlock class key, held exactly while that class key is.
 ///
 /// Kept as an HMAC context keyed once (`HMACKey`), because the engine computes one hash per attribute
-/// of every query and every stored item: the one-shot `HMAC.sha256(key:_:)` looked the digest up and
-/// ran the key schedule for each of them (about 15 % of a Secret Service search). The derived key
+/// of every query and every stored item: keying a fresh context for each hash looked the digest up
+/// and ran the key schedule every time (about 15 % of a Secret Service search). The derived key
 /// bytes are wiped as soon as the context is keyed; the context (which holds the pads derived from
 /// them) is freed and cleared by OpenSSL when the last reference goes, that is when the class key
 /// is dropped.

@@ -1,4 +1,5 @@
 import LatchkeyModel
+import LatchkeyValueTestSupport
 import XCTest
 
 @testable import LatchkeyCodec
@@ -6,6 +7,11 @@ import XCTest
 /// Every cap and validity rule turns hostile bytes into a CodecError, never a trap or a big allocation.
 /// (The protocol's own caps, on frames, secrets and messages, are tested in LatchkeyWireTests.)
 final class ValueCapsTests: XCTestCase {
+    /// The shared generators stay within the codec's depth cap (they cannot import the codec).
+    func testGeneratorsUseTheCodecsDepthCap() {
+        XCTAssertEqual(generatedValueDepth, ValueCodec.maxDepth)
+    }
+
     private func isMalformed(_ error: CodecError?, file: StaticString = #filePath, line: UInt = #line) {
         guard case .malformed = error else {
             return XCTFail("expected .malformed, got \(String(describing: error))", file: file, line: line)

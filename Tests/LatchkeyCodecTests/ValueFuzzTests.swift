@@ -1,4 +1,5 @@
 import LatchkeyModel
+import LatchkeyValueTestSupport
 import XCTest
 
 @testable import LatchkeyCodec

@@ -1,5 +1,6 @@
 import LatchkeyModel
 import LatchkeySecrets
+import LatchkeyValueTestSupport
 import XCTest
 
 @testable import LatchkeyWire
