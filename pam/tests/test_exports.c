@@ -15,18 +15,7 @@ static const char *const entry_points[] = {
 };
 enum { N_ENTRY = sizeof entry_points / sizeof entry_points[0] };
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                            \
-	do {                                                        \
-		checks++;                                           \
-		if (!(cond)) {                                      \
-			failures++;                                 \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                        \
-			printf("\n");                               \
-		}                                                   \
-	} while (0)
+#include "check.h"
 
 static int is_entry_point(const char *name)
 {

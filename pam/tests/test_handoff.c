@@ -22,18 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int checks, failures;
-
-#define CHECK(cond, ...)                                            \
-	do {                                                        \
-		checks++;                                           \
-		if (!(cond)) {                                      \
-			failures++;                                 \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                        \
-			printf("\n");                               \
-		}                                                   \
-	} while (0)
+#include "check.h"
 
 static char dir[] = "/tmp/lk-handoff-test-XXXXXX";
 

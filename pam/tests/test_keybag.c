@@ -18,18 +18,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
-static int checks, failures;
-
-#define CHECK(cond, ...)                                            \
-	do {                                                        \
-		checks++;                                           \
-		if (!(cond)) {                                      \
-			failures++;                                 \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                        \
-			printf("\n");                               \
-		}                                                   \
-	} while (0)
+#include "check.h"
 
 /* ---- a purpose-built reader for the flat vector objects: "key" : "hex" | number ---- */
 

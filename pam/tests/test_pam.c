@@ -33,18 +33,7 @@
 #include <openssl/evp.h>
 #include <security/pam_appl.h>
 
-static int checks, failures;
-
-#define CHECK(cond, ...)                                            \
-	do {                                                        \
-		checks++;                                           \
-		if (!(cond)) {                                      \
-			failures++;                                 \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                        \
-			printf("\n");                               \
-		}                                                   \
-	} while (0)
+#include "check.h"
 
 #define SERVICE "latchkey-test"
 
