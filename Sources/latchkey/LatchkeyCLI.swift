@@ -52,7 +52,17 @@ struct LatchkeyCLI: ParsableCommand {
     /// Parses and runs, after turning a trailing `-w` of the add verbs into `--prompt` (see
     /// `rewriteTrailingPasswordFlag`), since ArgumentParser has no options with an optional value.
     static func main() {
-        let arguments = rewriteTrailingPasswordFlag(Array(CommandLine.arguments.dropFirst()))
+        let raw: [String]
+        switch RawArguments.decoded() {
+        case .success(let arguments):
+            raw = arguments
+        case .failure(let invalid):
+            printError(
+                "argument \(invalid.position) is not valid UTF-8: '\(invalid.escaped)' (item attributes and "
+                    + "options must be UTF-8 text)")
+            Glibc.exit(ExitStatus.usage)
+        }
+        let arguments = rewriteTrailingPasswordFlag(raw)
         do {
             var command = try parseAsRoot(arguments)
             try command.run()

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyTestSupport
 import XCTest
 
 @testable import Latchkey
@@ -51,6 +52,29 @@ final class CLITests: AgentTestCase {
             r.err.contains(
                 "latchkey: SecItemCopyMatching: The specified item could not be found in the keychain. (-25300)"),
             r.err)
+    }
+
+    /// Arguments that are not UTF-8 are usage errors: Swift would repair each bad byte to U+FFFD, so
+    /// `svc\xfe`, `svc\xff` and `svc\u{FFFD}` would all name (and delete) the same item.
+    func testArgumentsThatAreNotUTF8AreUsageErrors() throws {
+        try createKeychain()
+        let replacement = "svc\u{FFFD}"
+        XCTAssertEqual(try cli(["add-generic-password", "-s", replacement, "-a", "a", "-w", "kept"]).status, 0)
+        let binary = Self.binDirectory + "/latchkey"
+        for bytes in ["svc\\xfe", "svc\\xff", "\\xc3\\x28", "\\xed\\xa0\\x80"] {
+            // bash's $'...' passes the raw bytes, which no Swift String can hold.
+            let result = try TestProcess.run(
+                "/bin/bash",
+                [
+                    "-c", "exec \"$0\" delete-generic-password -s $'\(bytes)' -a a",
+                    binary,
+                ])
+            XCTAssertEqual(result.status, 64, "\(bytes): \(result.err)")
+            XCTAssertTrue(result.err.contains("is not valid UTF-8"), result.err)
+        }
+        XCTAssertEqual(
+            try cli(["find-generic-password", "-s", replacement, "-a", "a", "-w"]).out, "kept\n",
+            "the item whose name has a real U+FFFD is still there")
     }
 
     func testInternetPasswordLifecycle() throws {
