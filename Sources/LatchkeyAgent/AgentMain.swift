@@ -29,7 +29,7 @@ package enum AgentMain {
                           (default 5, or $LATCHKEY_LOCK_GRACE; 0 = at once)
           --idle-lock MINUTES
                           drop the WhenUnlocked keys after this long without keychain use
-                          (default never, or $LATCHKEY_IDLE_LOCK; 0 = never)
+                          (default never, or $LATCHKEY_IDLE_LOCK; 0 = never; at most 525600, a year)
           --no-desktop    do not watch logind and screen savers on D-Bus
           --no-secret-service
                           do not serve org.freedesktop.secrets on the session bus
@@ -86,7 +86,7 @@ package enum AgentMain {
             policy.grace = seconds
         }
         if let value = Environment.value("LATCHKEY_IDLE_LOCK") {
-            guard let minutes = Double(value), minutes >= 0 else {
+            guard let minutes = Double(value), minutes >= 0, minutes <= 525_600 else {
                 usageError("LATCHKEY_IDLE_LOCK=\(value) is not a number of minutes")
             }
             policy.idleLimit = minutes > 0 ? minutes * 60 : nil
@@ -105,7 +105,7 @@ package enum AgentMain {
                 policy.grace = seconds
             case "--idle-lock" where index + 1 < arguments.count:
                 index += 1
-                guard let minutes = Double(arguments[index]), minutes >= 0 else {
+                guard let minutes = Double(arguments[index]), minutes >= 0, minutes <= 525_600 else {
                     usageError("--idle-lock needs a number of minutes")
                 }
                 policy.idleLimit = minutes > 0 ? minutes * 60 : nil

@@ -31,9 +31,15 @@ struct Listener {
         if let problem = endpoint.prepareDirectory(create: true) {
             throw ListenerError(description: problem)
         }
-        let lockFD = Glibc.open(endpoint.lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard lockFD >= 0 else {
-            throw ListenerError(description: "cannot open \(endpoint.lockPath): \(String(cString: strerror(errno)))")
+        // A regular file of our own, never through a link and never blocking on a FIFO planted there.
+        let lockFD: Int32
+        do {
+            lockFD = try FileDescriptor.openRegularFile(
+                FilePath(endpoint.lockPath), .readWrite, options: [.create], permissions: [.ownerReadWrite],
+                owner: getuid()
+            ).rawValue
+        } catch {
+            throw ListenerError(description: "the agent lock file: \(error)")
         }
         guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
             close(lockFD)

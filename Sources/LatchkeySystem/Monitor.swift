@@ -52,10 +52,15 @@ package final class Monitor: @unchecked Sendable {
         mutex.unlock()
     }
 
+    /// Timeouts from this many seconds up (about 31,700 years) wait forever.
+    package static let longestTimeout: Double = 1e12
+
     /// Blocks until `predicate` holds (checked with the mutex held) or `seconds` pass; nil waits forever.
     /// Returns whether the predicate holds.
     @discardableResult
     package func wait(timeout seconds: Double? = nil, until predicate: () -> Bool) -> Bool {
+        // A timeout too long for a timespec (or infinite) is waiting forever, not a crash.
+        let seconds = seconds.flatMap { $0.isFinite && $0 < Self.longestTimeout ? $0 : nil }
         var deadline = timespec()
         if let seconds {
             let clamped = max(seconds, 0)

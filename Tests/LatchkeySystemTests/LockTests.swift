@@ -90,6 +90,22 @@ final class LockTests: XCTestCase {
         }
     }
 
+    /// A timeout too long for a timespec (an idle lock of `inf` minutes, say) waits like nil, until the
+    /// condition holds, instead of trapping on the conversion.
+    func testMonitorTreatsAnEndlessTimeoutAsWaitingForever() {
+        for timeout in [Double.infinity, 1e300, Monitor.longestTimeout] {
+            let monitor = Monitor()
+            let flag = Locked(false)
+            XCTAssertTrue(
+                startDetachedThread {
+                    usleep(50_000)
+                    flag.withLock { $0 = true }
+                    monitor.broadcast()
+                })
+            XCTAssertTrue(monitor.wait(timeout: timeout) { flag.withLock { $0 } }, "timeout \(timeout)")
+        }
+    }
+
     func testMonitorRethrowsTypedErrorsAndReleasesTheLock() {
         struct Refused: Error, Equatable {}
         let monitor = Monitor()
