@@ -144,9 +144,16 @@ let package = Package(
         .testTarget(
             name: "LatchkeyWireTests",
             dependencies: ["LatchkeyWire", "LatchkeyTransport", "LatchkeyValueTestSupport"]),
+        // Keychains in temporary directories and a recording access policy, for the tests that drive the
+        // engine without a socket or a bus.
+        .target(
+            name: "LatchkeyEngineTestSupport",
+            dependencies: ["LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel", "LatchkeySecrets"],
+            path: "Tests/LatchkeyEngineTestSupport"),
         // Vectors: docs/STORE.md's worked examples, opened and recomputed through the engine's own code.
         .testTarget(
-            name: "LatchkeyEngineTests", dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore"],
+            name: "LatchkeyEngineTests",
+            dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore", "LatchkeyEngineTestSupport"],
             resources: [.copy("Vectors")]),
         // The agent's pure logic (its lock schedule, with a fake clock); the agent as a process is tested end to end.
         .testTarget(name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent"]),
@@ -172,6 +179,7 @@ let package = Package(
             name: "LatchkeySecretServiceUnitTests",
             dependencies: [
                 "LatchkeySecretService", "LatchkeyEngine", "LatchkeyModel", "LatchkeyCrypto", "LatchkeySecrets",
+                "LatchkeyEngineTestSupport",
             ]),
         .testTarget(
             name: "LatchkeySecretServiceTests",

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyEngineTestSupport
 import LatchkeyModel
 import XCTest
 
@@ -167,39 +168,5 @@ final class AccessPolicyTests: XCTestCase {
 
     private static func ecKeyParameters() -> SecDictionary {
         ["type": .int(KeyReference.typeEC), "bsiz": .int(256), "perm": .bool(true)]
-    }
-}
-
-/// A policy that records what it is asked, and refuses everything while `deny` is set.
-final class RecordingPolicy: AccessPolicy, @unchecked Sendable {
-    private let lock = NSLock()
-    private var requests: [AccessRequest] = []
-    private var refusal: SecError?
-    let defaultGroup: String
-
-    init(defaultGroup: String) {
-        self.defaultGroup = defaultGroup
-    }
-
-    var deny: SecError? {
-        get { lock.withLock { refusal } }
-        set { lock.withLock { refusal = newValue } }
-    }
-
-    /// The requests asked about since the last call.
-    func take() -> [AccessRequest] {
-        lock.withLock {
-            defer { requests = [] }
-            return requests
-        }
-    }
-
-    func defaultAccessGroup(for caller: Caller) -> String { defaultGroup }
-
-    func decide(_ request: AccessRequest) -> AccessDecision {
-        lock.withLock {
-            requests.append(request)
-            return refusal.map { .deny($0) } ?? .allow
-        }
     }
 }

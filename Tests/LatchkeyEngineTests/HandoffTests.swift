@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyEngineTestSupport
 import LatchkeyKeybag
 import LatchkeyModel
 import LatchkeySecrets

@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyCrypto
+import LatchkeyEngineTestSupport
 import LatchkeyModel
 import LatchkeySecrets
 import Synchronization

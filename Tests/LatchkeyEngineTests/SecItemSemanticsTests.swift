@@ -1,3 +1,4 @@
+import LatchkeyEngineTestSupport
 import LatchkeyModel
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyEngineTestSupport
 import LatchkeyModel
 import LatchkeyStore
 import XCTest

@@ -1,6 +1,7 @@
 import Foundation
 import LatchkeyCodec
 import LatchkeyCrypto
+import LatchkeyEngineTestSupport
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyStore

@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyEngine
+import LatchkeyEngineTestSupport
 import LatchkeyModel
 import XCTest
 
@@ -83,39 +84,5 @@ final class SecretServicePolicyTests: XCTestCase {
         XCTAssertEqual(try ss.state().aliases, SecretServiceState.initial.aliases)
         XCTAssertEqual(try ss.items(in: work.id).map(\.id), [made.id])
         XCTAssertEqual(try ss.item(made.id, in: work.id).label, "l")
-    }
-}
-
-/// A policy that records what it is asked, and refuses everything while `deny` is set.
-final class RecordingPolicy: AccessPolicy, @unchecked Sendable {
-    private let lock = NSLock()
-    private var requests: [AccessRequest] = []
-    private var refusal: SecError?
-    let defaultGroup: String
-
-    init(defaultGroup: String) {
-        self.defaultGroup = defaultGroup
-    }
-
-    var deny: SecError? {
-        get { lock.withLock { refusal } }
-        set { lock.withLock { refusal = newValue } }
-    }
-
-    /// The requests asked about since the last call.
-    func take() -> [AccessRequest] {
-        lock.withLock {
-            defer { requests = [] }
-            return requests
-        }
-    }
-
-    func defaultAccessGroup(for caller: Caller) -> String { defaultGroup }
-
-    func decide(_ request: AccessRequest) -> AccessDecision {
-        lock.withLock {
-            requests.append(request)
-            return refusal.map { .deny($0) } ?? .allow
-        }
     }
 }
