@@ -1,3 +1,5 @@
+import LatchkeyModel
+
 // Bounds-checked big-endian primitives, shared by the value codec and the wire protocol (`package`:
 // nothing outside latchkey builds on them). The reader works on a borrowed buffer rather than an array
 // so decoding never takes an extra reference to the caller's storage: a second reference would make
@@ -68,7 +70,7 @@ package struct ByteReader {
     package mutating func string(what: StaticString) throws(CodecError) -> String {
         let n = try length(what: what)
         let raw = try bytes(n)
-        guard let s = String(validating: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
+        guard let s = String(strictUTF8: raw.assumingMemoryBound(to: UInt8.self)) else {
             throw .malformed("\(what) is not valid UTF-8")
         }
         return s

@@ -241,7 +241,7 @@ package enum SecretServiceMapping {
         let text: String?
         switch value {
         case .string(let s)?: text = s
-        case .data(let d)?: text = String(validating: d, as: UTF8.self)
+        case .data(let d)?: text = String(strictUTF8: d)
         default: text = nil
         }
         return text?.isEmpty == false ? text : nil
@@ -266,7 +266,7 @@ package enum SecretServiceMapping {
     static func label(of attributes: SecDictionary) -> String {
         switch attributes[SecAttr.label] {
         case .string(let s)?: s
-        case .data(let d)?: String(validating: d, as: UTF8.self) ?? ""
+        case .data(let d)?: String(strictUTF8: d) ?? ""
         default: ""
         }
     }

@@ -23,7 +23,7 @@ package enum AttributeValue {
         case (.string, .string):
             return value
         case (.string, .data(let bytes)):
-            guard let s = String(validating: bytes, as: UTF8.self) else {
+            guard let s = String(strictUTF8: bytes) else {
                 throw .param("attribute '\(spec.name)' expects a string; the data given is not UTF-8")
             }
             return .string(s)

@@ -125,7 +125,7 @@ package struct Response: Sendable, Equatable, CustomStringConvertible {
         if flags & hasMessage != 0 {
             let n = Int(try reader.u16())
             let bytes = try reader.bytes(n)
-            guard let text = String(validating: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
+            guard let text = String(strictUTF8: bytes.assumingMemoryBound(to: UInt8.self)) else {
                 throw .malformed("message is not valid UTF-8")
             }
             response.message = text
