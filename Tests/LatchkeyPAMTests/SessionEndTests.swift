@@ -69,9 +69,11 @@ final class SessionEndTests: PAMTestCase {
         let logind = try BusConnection(.address(bus.address))
         defer { logind.close() }
         XCTAssertTrue(try logind.sync { try $0.requestName("org.freedesktop.login1") })
-        // The agent the user runs, on this system bus (the module finds it running and starts none).
+        // The agent the user runs, on this system bus (the module finds it running and starts none): the
+        // module's own trusted copy, started by the CLI as the user.
         let started = try asUser([
-            "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", Self.binDirectory + "/latchkey", "status",
+            "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", "LATCHKEYD=\(agentPath)",
+            Self.binDirectory + "/latchkey", "status",
         ])
         XCTAssertEqual(started.status, 0, started.err)
         let agent = try XCTUnwrap(userPIDs().first, "no agent runs")
