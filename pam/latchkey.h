@@ -95,6 +95,9 @@ LK_HIDDEN void lk_tmp_suffix(char out[17]);
 
 /* handoff.c: the agent's socket (docs/PROTOCOL.md and the hand-off opcodes). */
 enum { LK_OP_KEY_HANDOFF = 0x30, LK_OP_SESSION_OPEN = 0x31, LK_OP_SESSION_CLOSE = 0x32, LK_TOKEN_LEN = 16 };
+/* sessionOpenWithDetails: the token, then {"logind": XDG_SESSION_ID} (at most LK_LOGIND_ID_MAX letters and
+ * digits); an agent that predates it answers LK_STATUS_UNIMPLEMENTED (errSecUnimplemented). */
+enum { LK_OP_SESSION_OPEN_DETAILS = 0x33, LK_LOGIND_ID_MAX = 32, LK_STATUS_UNIMPLEMENTED = -4 };
 
 struct lk_user {
 	const char *name;

@@ -319,6 +319,65 @@ static int session_call(struct ctx *c, int fd, int opcode, const uint8_t token[L
 	return 0;
 }
 
+/* logind's id for this session: XDG_SESSION_ID in the PAM environment, put there by pam_systemd, which
+ * must come earlier in the session stack. Never the process's own XDG_SESSION_ID: that names the session
+ * of whoever started the application (su or sudo run from a desktop), not this one. NULL when there is
+ * none, or when it is not an id as logind makes them (1 to LK_LOGIND_ID_MAX letters and digits). */
+static const char *logind_session(struct ctx *c)
+{
+	const char *id = pam_getenv(c->pamh, "XDG_SESSION_ID");
+	size_t n;
+
+	if (id == NULL)
+		return NULL;
+	for (n = 0; id[n] != '\0' && n < LK_LOGIND_ID_MAX; n++)
+		if (!((id[n] >= '0' && id[n] <= '9') || (id[n] >= 'A' && id[n] <= 'Z') ||
+		      (id[n] >= 'a' && id[n] <= 'z')))
+			break;
+	if (n == 0 || id[n] != '\0') {
+		LOG(c, LOG_NOTICE, "XDG_SESSION_ID is not a logind session id: the agent is not told of it");
+		return NULL;
+	}
+	return id;
+}
+
+/* Registers the session with its logind id (sessionOpenWithDetails: token || dictionary {"logind": id},
+ * docs/PROTOCOL.md), so that the agent ends it when logind removes it; without an id, or for an agent
+ * that predates that request (it answers errSecUnimplemented and keeps the connection), sessionOpen with
+ * the token alone. Either way the agent also follows this process, and ends the session if it dies. */
+static int session_register(struct ctx *c, int fd, const uint8_t token[LK_TOKEN_LEN])
+{
+	static const char key[] = "logind";
+	uint8_t body[LK_TOKEN_LEN + 5 + 4 + sizeof key - 1 + 5 + LK_LOGIND_ID_MAX];
+	const char *id = logind_session(c);
+	size_t n, len = 0;
+	int32_t status = 0;
+	int rc;
+
+	_Static_assert(sizeof body <= 2 * (4 + LK_KEY_LEN), "beyond lk_agent_call's body cap (a key hand-off)");
+	if (id == NULL)
+		return session_call(c, fd, LK_OP_SESSION_OPEN, token);
+	n = strlen(id);
+	memcpy(body, token, LK_TOKEN_LEN), len = LK_TOKEN_LEN;
+	body[len] = 0x08, put32(body + len + 1, 1), len += 5; /* a dictionary of one entry */
+	put32(body + len, sizeof key - 1), memcpy(body + len + 4, key, sizeof key - 1), len += 4 + sizeof key - 1;
+	body[len] = 0x01, put32(body + len + 1, (uint32_t)n), memcpy(body + len + 5, id, n), len += 5 + n; /* string */
+	rc = lk_agent_call(fd, LK_OP_SESSION_OPEN_DETAILS, body, len, &status);
+	lk_wipe(body, sizeof body);
+	if (rc == 0 && status == LK_STATUS_UNIMPLEMENTED) {
+		DEBUG(c, "the agent of %s does not take logind session ids: registering the session without %s",
+		      c->user.name, id);
+		return session_call(c, fd, LK_OP_SESSION_OPEN, token);
+	}
+	if (rc != 0 || status != 0) {
+		LOG(c, LOG_ERR, "session open for %s: agent %s %d", c->user.name, rc != 0 ? "did not answer" : "status",
+		    (int)status);
+		return -1;
+	}
+	DEBUG(c, "session of %s registered in logind session %s", c->user.name, id);
+	return 0;
+}
+
 /* ---- entry points ---- */
 
 PUBLIC int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
@@ -395,7 +454,7 @@ static int session_open(struct ctx *c, int fd)
 	int rc = -1;
 
 	if (t == NULL || owner_set(c, &t->owner) != 0 || lk_random(t->value, sizeof t->value) != 0 ||
-	    session_call(c, fd, LK_OP_SESSION_OPEN, t->value) != 0) {
+	    session_register(c, fd, t->value) != 0) {
 		token_cleanup(c->pamh, t, 0);
 		return -1;
 	}

@@ -52,3 +52,112 @@ void latchkey_close_inherited_fds(const int *keep, int count) {
         from = (unsigned int)next + 1;
     }
 }
+
+/* ---- Login processes ---- */
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/epoll.h>
+
+/* Not in glibc 2.36's headers: the asm-generic value (x86, arm, arm64, riscv, powerpc, ...). PA-RISC and
+ * SPARC number it differently, and guessing could read another option: there method 0 reports
+ * ENOPROTOOPT and the agent uses method 1. */
+#if !defined(SO_PEERPIDFD) && !defined(__hppa__) && !defined(__sparc__)
+#define SO_PEERPIDFD 77
+#endif
+
+int latchkey_peer_pidfd(int fd, int method) {
+    if (method == 0) {
+#ifndef SO_PEERPIDFD
+        errno = ENOPROTOOPT;
+        return -1;
+#else
+        int pidfd = -1;
+        socklen_t length = sizeof pidfd;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) != 0) {
+            /* Kernels before 6.16 refuse a pidfd for a peer that was already reaped (EINVAL). */
+            if (errno == EINVAL) errno = ESRCH;
+            return -1;
+        }
+        if (length != sizeof pidfd || pidfd < 0) {
+            errno = ENOPROTOOPT;
+            return -1;
+        }
+        return pidfd;
+#endif
+    }
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    if (credentials.pid <= 0) {
+        errno = ENODATA;
+        return -1;
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, credentials.pid, 0);
+    if (pidfd < 0) return -1;
+    /* A pid is only a number, reused once its process is reaped: the pidfd names the peer only if the peer
+     * was still alive when it was opened. SO_PEERCRED cannot tell (it is fixed at connect time), but the
+     * connection can: the peer holds its end for as long as it lives (pam_latchkey never shares it), and
+     * its death hangs the connection up. So the check comes after pidfd_open, never before: no hang-up
+     * now means the process was alive then, and the pidfd is the peer's. A peer that did share its end
+     * chooses which of its own processes its session follows, nothing more. */
+    struct pollfd connection = { .fd = fd, .events = 0, .revents = 0 };
+    int ready;
+    while ((ready = poll(&connection, 1, 0)) < 0 && errno == EINTR) {
+    }
+    if (ready < 0 || (connection.revents & (POLLHUP | POLLERR | POLLNVAL))) {
+        close(pidfd);
+        errno = ESRCH;
+        return -1;
+    }
+    return pidfd;
+}
+
+int latchkey_pidfd_exited(int pidfd) {
+    struct pollfd process = { .fd = pidfd, .events = POLLIN, .revents = 0 };
+    int ready;
+    while ((ready = poll(&process, 1, 0)) < 0 && errno == EINTR) {
+    }
+    if (ready < 0) return -1;
+    return (process.revents & (POLLIN | POLLHUP)) ? 1 : 0;
+}
+
+int latchkey_exit_watch_create(void) {
+    return epoll_create1(EPOLL_CLOEXEC);
+}
+
+int latchkey_exit_watch_add(int watch, int pidfd, uint64_t key) {
+    struct epoll_event event = { .events = EPOLLIN, .data.u64 = key };
+    return epoll_ctl(watch, EPOLL_CTL_ADD, pidfd, &event);
+}
+
+int latchkey_exit_watch_remove(int watch, int pidfd) {
+    return epoll_ctl(watch, EPOLL_CTL_DEL, pidfd, NULL);
+}
+
+int latchkey_exit_watch_wait(int watch, uint64_t *keys, int capacity) {
+    struct epoll_event events[64];
+    int wanted = capacity < 64 ? capacity : 64, count;
+    if (wanted < 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    do {
+        count = epoll_wait(watch, events, wanted, -1);
+    } while (count < 0 && errno == EINTR);
+    for (int i = 0; i < count; i++) keys[i] = events[i].data.u64;
+    return count;
+}
+
+long long latchkey_raise_descriptor_limit(unsigned long long wanted) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
+        rlim_t raised = limit.rlim_max == RLIM_INFINITY || limit.rlim_max > wanted ? wanted : limit.rlim_max;
+        if (raised > limit.rlim_cur) {
+            limit.rlim_cur = raised;
+            if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+        }
+    }
+    return limit.rlim_cur == RLIM_INFINITY ? (long long)(~0ULL >> 1) : (long long)limit.rlim_cur;
+}

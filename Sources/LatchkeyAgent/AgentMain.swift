@@ -184,7 +184,10 @@ package enum AgentMain {
         if let warning = Hardening.mlockWarning() { AgentLog.warning(warning) }
         if watchDesktop {
             // Missing buses are logged once by the watcher and do not stop the agent.
-            desktopWatcher = LockWatcher(onEvent: { lockPolicy.handle($0) }, log: AgentLog.logger)
+            let service = server.service
+            desktopWatcher = LockWatcher(
+                onEvent: { lockPolicy.handle($0) }, onSessionRemoved: { service.logindSessionRemoved($0) },
+                log: AgentLog.logger)
             // Wait (briefly) until the signal matches are in place, so a lock right after start is seen.
             if desktopWatcher?.waitUntilReady(timeout: .seconds(2)) == false {
                 AgentLog.warning("the desktop buses did not answer within 2 s; watching them anyway")

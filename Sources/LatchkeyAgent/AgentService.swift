@@ -16,7 +16,7 @@ package final class AgentService: Sendable {
     package static let version = "0.1.0"
 
     let keychain: Keychain
-    let sessions = SessionTracker()
+    let sessions: SessionTracker
     /// Called for every SecItem request (the idle-lock clock).
     let onItemRequest: @Sendable () -> Void
     /// Called after an authenticated unlock (password or login hand-off): a screen lock still
@@ -30,9 +30,16 @@ package final class AgentService: Sendable {
         self.keychain = keychain
         self.onItemRequest = onItemRequest
         self.onUnlock = onUnlock
+        let exits = Self.makeExitWatch()
+        self.sessions = SessionTracker(exits: exits)
+        followLoginProcesses(exits)
     }
 
-    package func handle(_ request: Request, caller: Caller) -> Response {
+    /// Answers one request. `peer` names the process at the other end of the connection (asked only
+    /// when a session opens, while that process still waits for the answer).
+    package func handle(
+        _ request: Request, caller: Caller, peer: () -> PeerProcess = { .unknown(reason: "no connection") }
+    ) -> Response {
         switch request {
         case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
         default: break
@@ -104,23 +111,23 @@ package final class AgentService: Sendable {
                 AgentLog.info("unlocked by a login (pam_latchkey, pid \(caller.pid))\(deviceNote)")
                 return .ok(nil)
             case .sessionOpen(let token):
-                guard let count = sessions.open(token) else {
-                    throw SecError(SecStatus.param, "too many open login sessions (\(SessionTracker.maximumSessions))")
-                }
-                AgentLog.info("login session opened (\(count) open)")
+                try openSession(token, logindSession: nil, caller: caller, peer: peer())
+                return .ok(nil)
+            case .sessionOpenWithDetails(let token, let logindSession):
+                try openSession(token, logindSession: logindSession, caller: caller, peer: peer())
                 return .ok(nil)
             case .sessionClose(let token):
-                switch sessions.close(token) {
-                case 0?:
-                    keychain.lock(all: true)
+                switch sessions.close(token, whenNoneLeft: lockAll) {
+                case .closed(remaining: 0):
                     AgentLog.info("last login session closed: locked all password classes")
-                case nil where sessions.count == 0:
+                case .unknown(remaining: 0):
                     // A session this agent never saw open (it was restarted since the login) ended, and
-                    // none is known to be open: lock rather than stay unlocked after a logout.
-                    keychain.lock(all: true)
+                    // none is known to be open: locked rather than stay unlocked after a logout.
                     AgentLog.info(
                         "a login session opened before this agent started closed, and no other is "
                             + "known: locked all password classes")
+                case .endedEarlier:
+                    AgentLog.info("a login session closed that had already ended (pid \(caller.pid))")
                 default:
                     break
                 }
@@ -198,36 +205,5 @@ package final class AgentService: Sendable {
 extension Response {
     static func ok(_ value: SecValue?) -> Response {
         Response(status: SecStatus.success, value: value, message: nil)
-    }
-}
-
-/// The login sessions pam_latchkey announced. When the last one closes, the password classes are
-/// locked (what logout means). Tokens are random per session; an unknown token is ignored, so a
-/// close from before an agent restart cannot lock a newer session's keys.
-final class SessionTracker: Sendable {
-    private let tokens = Locked<Set<[UInt8]>>([])
-
-    var count: Int {
-        tokens.withLock { $0.count }
-    }
-
-    /// Sessions tracked at most, so that a confused or hostile opener cannot grow the set forever.
-    static let maximumSessions = 4096
-
-    /// Records a session; returns how many are open, or nil when the limit is reached.
-    func open(_ token: [UInt8]) -> Int? {
-        tokens.withLock { tokens in
-            guard tokens.count < SessionTracker.maximumSessions || tokens.contains(token) else { return nil }
-            tokens.insert(token)
-            return tokens.count
-        }
-    }
-
-    /// Forgets a session; returns how many remain, or nil if the token was unknown.
-    func close(_ token: [UInt8]) -> Int? {
-        tokens.withLock { tokens in
-            guard tokens.remove(token) != nil else { return nil }
-            return tokens.count
-        }
     }
 }

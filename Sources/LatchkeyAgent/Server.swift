@@ -101,7 +101,9 @@ package final class AgentServer: @unchecked Sendable {
                         status: SecStatus.authFailed, value: nil,
                         message: "uid \(caller.uid) may only hand off keys and open or close sessions")
                 } else {
-                    response = service.handle(request, caller: caller)
+                    response = service.handle(request, caller: caller) {
+                        PeerProcess.of(connection: fd, pid: caller.pid)
+                    }
                 }
                 if let value = response.value,
                     (try? ValueCodec.validate(value)) == nil

@@ -12,7 +12,7 @@ import Logging
 /// Sources:
 /// - system bus, logind (`org.freedesktop.login1`): `Session.Lock`/`Unlock` and the `LockedHint` property of
 ///   the sessions of `uid` (from `Manager.ListSessions`, kept current with `SessionNew`/`SessionRemoved`),
-///   and `Manager.PrepareForSleep`;
+///   `Manager.PrepareForSleep`, and `Manager.SessionRemoved` of any session (for the agent's login sessions);
 /// - session bus: `ActiveChanged(b)` of `org.freedesktop.ScreenSaver`, `org.gnome.ScreenSaver` and
 ///   `org.xfce.ScreenSaver`, on any object path.
 ///
@@ -55,18 +55,22 @@ package final class LockWatcher: Sendable {
     ///   - uid: whose logind sessions count (default: the caller's real uid).
     ///   - retry: when a lost or missing bus is tried again.
     ///   - onEvent: receives each lock, unlock, sleep and resume event.
+    ///   - onSessionRemoved: receives the id of every session logind removes (`Manager.SessionRemoved`
+    ///     from the owner of org.freedesktop.login1), on the system bus's thread.
     ///   - log: where diagnostics go (never a secret): `.info` and `.warning` for what changed or failed,
     ///     `.debug` for per-signal detail (ignored and spoofed signals).
     package init(
         systemBus: BusEndpoint? = .system, sessionBus: BusEndpoint? = .session, uid: uid_t = getuid(),
-        retry: Retry = Retry(), onEvent: @escaping @Sendable (LockEvent) -> Void, log: Logger
+        retry: Retry = Retry(), onEvent: @escaping @Sendable (LockEvent) -> Void,
+        onSessionRemoved: @escaping @Sendable (String) -> Void = { _ in }, log: Logger
     ) {
         let readiness = Readiness()
         let plan: [(String, BusEndpoint?, WatchedBus.Start)] = [
             (
                 "system bus", systemBus,
                 { bus, ready in
-                    try LogindWatch(uid: uid, emit: onEvent, log: log).start(on: bus, ready: ready)
+                    try LogindWatch(uid: uid, emit: onEvent, sessionRemoved: onSessionRemoved, log: log)
+                        .start(on: bus, ready: ready)
                 }
             ),
             (

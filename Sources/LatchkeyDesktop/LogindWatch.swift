@@ -5,8 +5,9 @@ import Logging
     import Glibc
 #endif
 
-/// Watches logind on the system bus: `Lock`/`Unlock` and `LockedHint` of our uid's sessions, and
-/// `PrepareForSleep`. Loop thread only; kept alive by the handlers it registers.
+/// Watches logind on the system bus: `Lock`/`Unlock` and `LockedHint` of our uid's sessions,
+/// `PrepareForSleep`, and `SessionRemoved` of any session (the agent ends the login sessions it knows
+/// in it). Loop thread only; kept alive by the handlers it registers.
 final class LogindWatch {
     static let name = "org.freedesktop.login1"
     static let managerPath = "/org/freedesktop/login1"
@@ -16,6 +17,7 @@ final class LogindWatch {
 
     private let uid: uid_t
     private let emit: @Sendable (LockEvent) -> Void
+    private let sessionRemoved: @Sendable (String) -> Void
     private let log: Logger
     private var owners: NameOwners!
     private weak var bus: Bus?
@@ -24,10 +26,11 @@ final class LogindWatch {
 
     init(
         uid: uid_t, emit: @escaping @Sendable (LockEvent) -> Void,
-        log: Logger
+        sessionRemoved: @escaping @Sendable (String) -> Void = { _ in }, log: Logger
     ) {
         self.uid = uid
         self.emit = emit
+        self.sessionRemoved = sessionRemoved
         self.log = log
     }
 
@@ -137,7 +140,11 @@ final class LogindWatch {
             // The signal carries no uid: ask for the list again rather than one property per session.
             listSessions(then: {})
         default:  // SessionRemoved(s id, o path)
-            if arguments.count == 2, let path = arguments[1].string { sessions.remove(path) }
+            guard arguments.count == 2, let id = arguments[0].string, let path = arguments[1].string else { return }
+            sessions.remove(path)
+            // Of any uid: logind's ids are unique, the agent ends only the login sessions it has under
+            // this id, and the user's list here may not know a session that was just created.
+            sessionRemoved(id)
         }
     }
 

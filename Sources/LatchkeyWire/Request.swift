@@ -35,12 +35,14 @@ package enum Opcode: UInt8, Sendable, CaseIterable {
     case sessionOpen = 0x31
     /// pam_latchkey: a login session closed.
     case sessionClose = 0x32
+    /// pam_latchkey: a login session opened, with what the module knows of it (its logind session).
+    case sessionOpenWithDetails = 0x33
 
     /// The opcodes a uid-0 peer (pam_latchkey, running as root) may send; everything else is
     /// reserved to the user's own processes (docs/PROTOCOL.md "Hand-off").
     package var permittedForRoot: Bool {
         switch self {
-        case .hello, .keyHandoff, .sessionOpen, .sessionClose: true
+        case .hello, .keyHandoff, .sessionOpen, .sessionClose, .sessionOpenWithDetails: true
         default: false
         }
     }
@@ -92,11 +94,29 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     case sessionOpen(token: [UInt8])
     /// Opcode 0x32: the token of a session that ended.
     case sessionClose(token: [UInt8])
+    /// Opcode 0x33: a session token, as for 0x31, and the id logind gave the session (`XDG_SESSION_ID`),
+    /// when the module knows it.
+    case sessionOpenWithDetails(token: [UInt8], logindSession: String?)
 
     /// Length of the master key and device factor in a key hand-off.
     package static let handoffKeyLength = 32
     /// Length of a session token.
     package static let sessionTokenLength = 16
+    /// The key of the logind session id in the details of `sessionOpenWithDetails`.
+    package static let logindSessionKey = "logind"
+    /// The longest logind session id accepted (systemd's are at most 21 characters: "c" and a counter, or
+    /// an audit session number).
+    package static let maxLogindSessionLength = 32
+
+    /// Whether `id` is a logind session id as systemd makes them: 1 to `maxLogindSessionLength` ASCII
+    /// letters and digits.
+    package static func isValidLogindSession(_ id: String) -> Bool {
+        let bytes = id.utf8
+        return (1...maxLogindSessionLength).contains(bytes.count)
+            && bytes.allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+            }
+    }
 
     /// This request's opcode.
     package var opcode: Opcode {
@@ -116,6 +136,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .keyHandoff: .keyHandoff
         case .sessionOpen: .sessionOpen
         case .sessionClose: .sessionClose
+        case .sessionOpenWithDetails: .sessionOpenWithDetails
         }
     }
 
@@ -138,6 +159,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case (.keyHandoff(let m1, let d1), .keyHandoff(let m2, let d2)):
             m1.constantTimeEquals(m2) && (d1 == nil) == (d2 == nil) && (d1.map { d2!.constantTimeEquals($0) } ?? true)
         case (.sessionOpen(let x), .sessionOpen(let y)), (.sessionClose(let x), .sessionClose(let y)): x == y
+        case (.sessionOpenWithDetails(let x, let i), .sessionOpenWithDetails(let y, let j)): x == y && i == j
         default: false
         }
     }
@@ -151,7 +173,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .update(let query, let attributes):
             SecValue.dictionary(query).wipeDataInPlace()
             SecValue.dictionary(attributes).wipeDataInPlace()
-        case .hello, .status, .create, .unlock, .lock, .changePassword, .keyHandoff, .sessionOpen, .sessionClose:
+        case .hello, .status, .create, .unlock, .lock, .changePassword, .keyHandoff, .sessionOpen, .sessionClose,
+            .sessionOpenWithDetails:
             break  // secrets here are SecretBytes, which wipe themselves
         }
     }
@@ -190,6 +213,9 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
             out.appendSecret(factor ?? SecretBytes(count: 0))
         case .sessionOpen(let token), .sessionClose(let token):
             out += token
+        case .sessionOpenWithDetails(let token, let logindSession):
+            out += token
+            ValueCodec.encode(.dictionary(Self.sessionDetails(logindSession)), into: &out)
         }
         assert(out.count == encodedSize, "encodedSize out of step with encode()")
         return out
@@ -211,6 +237,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .changePassword(let o, let n): header + 2 * secretHeader + o.count + n.count
         case .keyHandoff(let m, let d): header + 2 * secretHeader + m.count + (d?.count ?? 0)
         case .sessionOpen(let t), .sessionClose(let t): header + t.count
+        case .sessionOpenWithDetails(let t, let logindSession):
+            header + t.count + ValueCodec.encodedSize(.dictionary(Self.sessionDetails(logindSession)))
         }
     }
 
@@ -283,8 +311,27 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .sessionOpen, .sessionClose:
             let token = Array(try reader.bytes(sessionTokenLength))
             request = opcode == .sessionOpen ? .sessionOpen(token: token) : .sessionClose(token: token)
+        case .sessionOpenWithDetails:
+            let token = Array(try reader.bytes(sessionTokenLength))
+            let details = try reader.dictionary()
+            // Keys this version does not know are ignored (a newer module may send more); a known key
+            // with a value of the wrong type or shape is malformed.
+            var logindSession: String?
+            if let value = details[logindSessionKey] {
+                guard case .string(let id) = value, isValidLogindSession(id) else {
+                    throw .malformed(
+                        "logind session id must be 1 to \(maxLogindSessionLength) ASCII letters and digits")
+                }
+                logindSession = id
+            }
+            request = .sessionOpenWithDetails(token: token, logindSession: logindSession)
         }
         try reader.expectEnd()
         return request
+    }
+
+    /// The details dictionary of `sessionOpenWithDetails`.
+    private static func sessionDetails(_ logindSession: String?) -> SecDictionary {
+        logindSession.map { [logindSessionKey: .string($0)] } ?? [:]
     }
 }

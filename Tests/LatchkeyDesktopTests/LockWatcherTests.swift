@@ -35,11 +35,15 @@ final class LockWatcherTests: XCTestCase {
 
     // MARK: Helpers
 
-    private func startWatcher(file: StaticString = #filePath, line: UInt = #line) {
+    private func startWatcher(
+        onSessionRemoved: @escaping @Sendable (String) -> Void = { _ in }, file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
         let recorder = self.recorder
         let watcher = LockWatcher(
             systemBus: .address(systemBus.address), sessionBus: .address(sessionBus.address),
-            uid: uid_t(uid), onEvent: { recorder.record($0) }, log: recorder.logger)
+            uid: uid_t(uid), onEvent: { recorder.record($0) }, onSessionRemoved: onSessionRemoved,
+            log: recorder.logger)
         XCTAssertTrue(watcher.waitUntilReady(timeout: .seconds(5)), "watcher not ready", file: file, line: line)
         self.watcher = watcher
     }
@@ -150,6 +154,37 @@ final class LockWatcherTests: XCTestCase {
         try logind.emit(path: ourSession, interface: FakeLogind.session, member: "Lock")  // removed: ignored
         try logind.emit(path: newSession, interface: FakeLogind.session, member: "Unlock")
         XCTAssertEqual(waitForEvents(recorder, count: 1), [.unlocked(source: "login1.Unlock")])
+    }
+
+    /// SessionRemoved is passed on with its id, of whichever uid (the agent matches the ids of its own
+    /// login sessions), only from logind's owner, and is no lock event.
+    func testSessionRemovedIsReportedFromLogindOnly() throws {
+        final class Removed: @unchecked Sendable {
+            private let lock = NSLock()
+            private var ids: [String] = []
+            func append(_ id: String) { lock.withLock { ids.append(id) } }
+            var all: [String] { lock.withLock { ids } }
+        }
+        let removed = Removed()
+        let logind = try startLogind()
+        startWatcher(onSessionRemoved: { removed.append($0) })
+        let spoofer = try peer(on: systemBus)
+        let path = ourSession
+        try spoofer.sync { bus in
+            try bus.emitSignal(
+                path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "SessionRemoved",
+                [.string("c1"), .objectPath(path)])
+        }
+        waitForLog(recorder, containing: "ignored Manager.SessionRemoved from \(spoofer.uniqueName)", level: .debug)
+        try logind.emit(
+            path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "SessionRemoved",
+            [.string("c2"), .objectPath(otherSession)])
+        try logind.emit(
+            path: "/org/freedesktop/login1", interface: FakeLogind.manager, member: "SessionRemoved",
+            [.string("c1"), .objectPath(ourSession)])
+        XCTAssertTrue(Poll.until(within: 5) { removed.all.count == 2 }, "\(removed.all)")
+        XCTAssertEqual(removed.all, ["c2", "c1"])
+        XCTAssertEqual(recorder.events, [])
     }
 
     func testLogindStartingLaterIsPickedUp() throws {

@@ -38,10 +38,14 @@ class PAMTestCase: XCTestCase {
     var runtime = ""
     var machineSecret = ""
     var services: [String] = []
+    /// Login processes still running (see `login`), killed in tearDown.
+    var logins: [LoginProcess] = []
 
     var keychainDirectory: String { home + "/.local/share/latchkey" }
     /// The agent the module starts: a copy of the built latchkeyd, root's, mode 0755, in `base/bin`.
     var agentPath: String { base + "/bin/latchkeyd" }
+    /// The login process's program (`LoginProcess.source`), root's, beside the agent.
+    var loginDriverPath: String { base + "/bin/login-driver.py" }
     var keybagPath: String { keychainDirectory + "/keybag" }
     var markerPath: String { keychainDirectory + "/password-out-of-step" }
 
@@ -90,6 +94,8 @@ class PAMTestCase: XCTestCase {
         chmod(runtime, 0o700)
         chown(runtime, uid, gid)
         try installAgent(at: agentPath)
+        try LoginProcess.source.write(toFile: loginDriverPath, atomically: true, encoding: .utf8)
+        chmod(loginDriverPath, 0o644)
     }
 
     /// Copies the built latchkeyd to `path` (root's, mode 0755, in a directory of mode 0755).
@@ -104,6 +110,8 @@ class PAMTestCase: XCTestCase {
 
     override func tearDown() {
         guard !user.isEmpty else { return }
+        for login in logins { login.kill() }
+        logins = []
         stopUserProcesses()
         for service in services { unlink("/etc/pam.d/" + service) }
         _ = try? Self.run(["/usr/sbin/userdel", "-r", "-f", user])
@@ -193,6 +201,16 @@ class PAMTestCase: XCTestCase {
             "password required pam_unix.so",
             moduleLine("password"),
         ])
+    }
+
+    /// Authenticates with `input` (the password and a newline) and opens a session through `service`, in a
+    /// login process that keeps it open until the test closes, ends or kills it (or tearDown does).
+    func login(_ service: String, input: String) throws -> LoginProcess {
+        let login = try LoginProcess(
+            driver: loginDriverPath, service: service, user: user,
+            password: String(input.prefix { $0 != "\n" }))
+        logins.append(login)
+        return login
     }
 
     /// `echo INPUT | pamtester -v SERVICE USER OPERATIONS...`; returns the exit status and output.

@@ -9,7 +9,8 @@ import XCTest
     import Glibc
 #endif
 
-/// pam_latchkey end to end: real PAM (pamtester), real pam_unix, the real agent.
+/// pam_latchkey end to end: real PAM (pamtester, and `login` for sessions that stay open), real
+/// pam_unix, the real agent.
 final class PAMIntegrationTests: PAMTestCase {
     /// (a) A login hands the key to the running agent: a locked keychain becomes readable.
     func testLoginUnlocksTheKeychain() throws {
@@ -18,7 +19,7 @@ final class PAMIntegrationTests: PAMTestCase {
         XCTAssertNil(try readItem(), "precondition: the item is locked")
         let service = try standardService()
 
-        let login = try pamtester(service, ["authenticate", "open_session"], input: password + "\n")
+        let login = try self.login(service, input: password + "\n")
         XCTAssertEqual(login.status, 0, login.err)
         XCTAssertEqual(try readItem(), "s3cret", "the hand-off did not unlock the keychain")
         XCTAssertEqual(try classState("ak"), "unlocked")
@@ -102,7 +103,7 @@ final class PAMIntegrationTests: PAMTestCase {
         // A login with the new password unlocks; the old one opens nothing any more.
         XCTAssertEqual(try cli(["lock", "--all"]).status, 0)
         XCTAssertNotEqual(try cli(["unlock", "--password-stdin"], input: password + "\n").status, 0)
-        let login = try pamtester(service, ["authenticate", "open_session"], input: newPassword + "\n")
+        let login = try self.login(service, input: newPassword + "\n")
         XCTAssertEqual(login.status, 0, login.err)
         XCTAssertEqual(try readItem(), "s3cret")
     }
@@ -135,7 +136,7 @@ final class PAMIntegrationTests: PAMTestCase {
 
         // Back in step (the login password is the keychain's again): the next login clears the marker.
         try setLoginPassword(password)
-        let again = try pamtester(service, ["authenticate", "open_session"], input: password + "\n")
+        let again = try self.login(service, input: password + "\n")
         XCTAssertEqual(again.status, 0, again.err)
         XCTAssertEqual(try readItem(), "s3cret")
         XCTAssertNil(fileInfo(markerPath), "the marker survived a login that opened the keychain")
@@ -147,7 +148,7 @@ final class PAMIntegrationTests: PAMTestCase {
     func testAutoCreateOnFirstLogin() throws {
         XCTAssertNil(keybagBytes())
         let service = try standardService(authExtra: "auto_create", sessionExtra: "auto_create")
-        let login = try pamtester(service, ["authenticate", "open_session"], input: password + "\n")
+        let login = try self.login(service, input: password + "\n")
         XCTAssertEqual(login.status, 0, login.err)
 
         let keybag = try parsedKeybag()
@@ -186,7 +187,7 @@ final class PAMIntegrationTests: PAMTestCase {
         // A second login does not create anything new.
         XCTAssertEqual(try cli(["lock", "--all"]).status, 0)
         let keybagBefore = keybagBytes()
-        XCTAssertEqual(try pamtester(service, ["authenticate", "open_session"], input: password + "\n").status, 0)
+        XCTAssertEqual(try self.login(service, input: password + "\n").status, 0)
         XCTAssertEqual(keybagBytes(), keybagBefore)
         XCTAssertEqual(try readItem(), "s3cret")
     }
@@ -227,7 +228,7 @@ final class PAMIntegrationTests: PAMTestCase {
 
         // The same binary where only root can change it is started, and unlocks.
         let trusted = try standardService()
-        XCTAssertEqual(try pamtester(trusted, ["authenticate", "open_session"], input: password + "\n").status, 0)
+        XCTAssertEqual(try self.login(trusted, input: password + "\n").status, 0)
         XCTAssertFalse(userPIDs().isEmpty, "the trusted agent was not started")
         XCTAssertEqual(try readItem(), "s3cret")
     }
@@ -239,8 +240,8 @@ final class PAMIntegrationTests: PAMTestCase {
         stopUserProcesses()  // the module starts its own agent for the sessions
         let service = try standardService()
 
-        // Session 1 stays open (pamtester exits without closing it).
-        XCTAssertEqual(try pamtester(service, ["authenticate", "open_session"], input: password + "\n").status, 0)
+        // Session 1 stays open (its login process lives on; a login process that exits ends its session).
+        XCTAssertEqual(try self.login(service, input: password + "\n").status, 0)
         // Session 2 opens and closes: one session is still open.
         XCTAssertEqual(
             try pamtester(
@@ -300,7 +301,7 @@ final class PAMIntegrationTests: PAMTestCase {
         defer { bus.stop() }
 
         let service = try standardService()
-        XCTAssertEqual(try pamtester(service, ["authenticate", "open_session"], input: password + "\n").status, 0)
+        XCTAssertEqual(try self.login(service, input: password + "\n").status, 0)
         XCTAssertEqual(try readItem(), "s3cret")
         let aku = try cli(
             [

@@ -30,6 +30,8 @@ final class MessageTests: XCTestCase {
             .keyHandoff(masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)), deviceFactor: nil),
             .sessionOpen(token: Array(0..<16)),
             .sessionClose(token: Array(16..<32)),
+            .sessionOpenWithDetails(token: Array(32..<48), logindSession: "c7"),
+            .sessionOpenWithDetails(token: Array(32..<48), logindSession: nil),
             .keyOperation([
                 "v_PersistentRef": .data(Array("keys".utf8) + [UInt8](repeating: 3, count: 16)),
                 "op": .string("sign"), "algid": .string("algid:sign:ECDSA:message-X962:SHA256"),
@@ -55,7 +57,48 @@ final class MessageTests: XCTestCase {
         XCTAssertThrowsError(try Request.decode([0x01, 0x32] + Array(0..<17)), "trailing byte")
         XCTAssertEqual(
             Set(Opcode.allCases.filter(\.permittedForRoot)),
-            [.hello, .keyHandoff, .sessionOpen, .sessionClose])
+            [.hello, .keyHandoff, .sessionOpen, .sessionClose, .sessionOpenWithDetails])
+    }
+
+    /// sessionOpenWithDetails (0x33): the token, then a dictionary whose "logind" string is logind's
+    /// session id (docs/PROTOCOL.md 4a; pam/tests/test_pam.c checks the module's bytes for "c5").
+    func testSessionOpenWithDetailsLayoutAndChecks() throws {
+        let token = [UInt8](repeating: 0xAB, count: 16)
+        let details: [UInt8] =
+            [0x08, 0, 0, 0, 1, 0, 0, 0, 6] + Array("logind".utf8) + [0x01, 0, 0, 0, 2] + Array("c5".utf8)
+        XCTAssertEqual(
+            Request.sessionOpenWithDetails(token: token, logindSession: "c5").encode(), [0x01, 0x33] + token + details)
+        XCTAssertEqual(
+            Request.sessionOpenWithDetails(token: token, logindSession: nil).encode(),
+            [0x01, 0x33] + token + [0x08, 0, 0, 0, 0])
+
+        func u32(_ n: Int) -> [UInt8] {
+            [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
+        }
+        func string(_ text: String) -> [UInt8] { [0x01] + u32(text.utf8.count) + Array(text.utf8) }
+        func body(_ entries: [(key: String, value: [UInt8])]) -> [UInt8] {
+            [0x01, 0x33] + token + [0x08] + u32(entries.count)
+                + entries.flatMap { u32($0.key.utf8.count) + Array($0.key.utf8) + $0.value }
+        }
+        // Keys this version does not know are ignored: a newer module may send more.
+        XCTAssertEqual(
+            try Request.decode(body([("logind", string("1234")), ("seat", string("seat0"))])),
+            .sessionOpenWithDetails(token: token, logindSession: "1234"))
+        XCTAssertEqual(
+            try Request.decode(body([("seat", string("seat0"))])),
+            .sessionOpenWithDetails(token: token, logindSession: nil))
+        // An id logind would not make, or not a string, is malformed.
+        let longest = String(repeating: "c", count: Request.maxLogindSessionLength)
+        XCTAssertNoThrow(try Request.decode(body([("logind", string(longest))])))
+        let bad: [[UInt8]] = [
+            string(""), string(longest + "c"), string("c-7"), string("c7\n"), string("c\u{0}7"), string("c7é"),
+            [0x03] + [UInt8](repeating: 0, count: 7) + [7], [0x02] + u32(2) + Array("c7".utf8),
+        ]
+        for value in bad {
+            XCTAssertThrowsError(try Request.decode(body([("logind", value)])), "\(value)")
+        }
+        XCTAssertThrowsError(try Request.decode([0x01, 0x33] + token), "no dictionary")
+        XCTAssertThrowsError(try Request.decode(body([]) + [0]), "trailing byte")
     }
 
     func testEveryRequestRoundTrips() throws {

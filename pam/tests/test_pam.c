@@ -7,6 +7,8 @@
  *     B's out-of-step marker, write a false one, or create B's keychain with A's password;
  *   - the session token is used only for the user whose session was opened;
  *   - open_session registers the session (sessionOpen) before it hands over the key (keyHandoff);
+ *   - it sends the logind session id (XDG_SESSION_ID) when there is a valid one, and falls back to
+ *     sessionOpen for an agent that predates that (the stand-ins answer errSecUnimplemented);
  *   - a keybag beyond the PAM limits is never derived from (t = 2^32 - 1 would hang the login);
  *   - only_services= restricts the module to the services listed;
  *   - the module never runs the application's SIGCHLD handler and leaves no child behind.
@@ -17,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ctype.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -47,7 +50,8 @@ struct who {
 
 struct agent {
 	pid_t pid;
-	int ops; /* read end: one letter per request, K keyHandoff, O sessionOpen, C sessionClose */
+	int ops; /* read end: one letter per request, K keyHandoff, O sessionOpen, C sessionClose, D
+	          * sessionOpenWithDetails for logind session "c5" (d for any other body) */
 };
 
 static char top[] = "/tmp/lk-pam-driver-XXXXXX";
@@ -166,12 +170,31 @@ static int read_full(int fd, uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* Listens on <run>/latchkey/agent.sock as `w`; answers every request with status 0, after writing
- * its letter to the pipe (so it is there before the module has its answer). */
+/* The letter for a request (see struct agent). */
+static char request_letter(const uint8_t *body, uint32_t len)
+{
+	/* token || {"logind": "c5"} (docs/PROTOCOL.md) */
+	static const uint8_t c5[] = "\x08\0\0\0\x01\0\0\0\x06logind\x01\0\0\0\x02"
+				    "c5";
+
+	if (body[1] != LK_OP_SESSION_OPEN_DETAILS)
+		return body[1] == LK_OP_KEY_HANDOFF     ? 'K'
+		       : body[1] == LK_OP_SESSION_OPEN  ? 'O'
+		       : body[1] == LK_OP_SESSION_CLOSE ? 'C'
+		                                        : '?';
+	return len == 2 + LK_TOKEN_LEN + sizeof c5 - 1 && memcmp(body + 2 + LK_TOKEN_LEN, c5, sizeof c5 - 1) == 0 ? 'D'
+	                                                                                                          : 'd';
+}
+
+/* Listens on <run>/latchkey/agent.sock as `w`; answers every request with status 0 (but
+ * sessionOpenWithDetails with -4, as an agent that predates it), after writing its letter to the pipe
+ * (so it is there before the module has its answer). */
 static void agent_start(struct agent *a, const struct who *w)
 {
 	char sockdir[300], ready = 0;
 	struct sockaddr_un addr;
+	static const char success[] = "\0\0\0\x06\x01\0\0\0\0\0",
+			  unimplemented[] = "\0\0\0\x06\x01\xff\xff\xff\xfc\0"; /* status -4 */
 	struct pollfd pfd;
 	int p[2], lfd, fd;
 
@@ -205,11 +228,9 @@ static void agent_start(struct agent *a, const struct who *w)
 				      head[3];
 				if (len < 2 || len > sizeof body || read_full(fd, body, len) != 0)
 					break;
-				letter = body[1] == LK_OP_KEY_HANDOFF     ? 'K'
-				         : body[1] == LK_OP_SESSION_OPEN  ? 'O'
-				         : body[1] == LK_OP_SESSION_CLOSE ? 'C'
-				                                          : '?';
-				if (write(p[1], &letter, 1) != 1 || write(fd, "\0\0\0\x06\x01\0\0\0\0\0", 10) != 10)
+				letter = request_letter(body, len);
+				if (write(p[1], &letter, 1) != 1 ||
+				    write(fd, tolower(letter) == 'd' ? unimplemented : success, 10) != 10)
 					break;
 			}
 			close(fd);
@@ -439,6 +460,34 @@ static void test_only_services(void)
 	unlink(A.keybag);
 }
 
+/* pam_systemd's XDG_SESSION_ID goes to the agent with the session (sessionOpenWithDetails); the
+ * stand-in answers as an agent that predates it, and the module registers the session again without
+ * it on the same connection. An id logind would not make is not sent at all. */
+static void test_logind_session_id(void)
+{
+	static const char *const bad[] = { "XDG_SESSION_ID=", "XDG_SESSION_ID=c-5",
+		                           "XDG_SESSION_ID=c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c" };
+	struct agent a;
+	pam_handle_t *h;
+	size_t i;
+
+	agent_start(&a, &A);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(pam_putenv(h, "XDG_SESSION_ID=c5") == PAM_SUCCESS && pam_open_session(h, 0) == PAM_SUCCESS,
+	      "open_session");
+	CHECK(strcmp(agent_ops(&a), "DO") == 0, "want sessionOpenWithDetails with c5, then sessionOpen");
+	pam_end(h, PAM_SUCCESS);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		h = begin(&A);
+		become(h, &A);
+		CHECK(pam_putenv(h, bad[i]) == PAM_SUCCESS && pam_open_session(h, 0) == PAM_SUCCESS, "open_session");
+		CHECK(strcmp(agent_ops(&a), "O") == 0, "%s: want sessionOpen alone", bad[i]);
+		pam_end(h, PAM_SUCCESS);
+	}
+	agent_stop(&a, &A);
+}
+
 static int service_file(const char *service, const char *authtok, const char *module, const char *options,
                         const char *extra)
 {
@@ -508,6 +557,7 @@ int main(int argc, char **argv)
 	test_create_stays_with_its_user();
 	test_limits();
 	test_only_services();
+	test_logind_session_id();
 
 	CHECK(sigchld_seen == 0, "the application's SIGCHLD handler ran %d times", (int)sigchld_seen);
 	CHECK(sigaction(SIGCHLD, NULL, &sa) == 0 && sa.sa_handler == on_sigchld, "SIGCHLD disposition changed");

@@ -20,3 +20,28 @@ long long latchkey_memlock_limit(void);
 /* Closes every descriptor from 3 up except the `count` ones in `keep` (inherited by accident from
  * whatever started the agent: a pipe left open would keep that program waiting for EOF forever). */
 void latchkey_close_inherited_fds(const int *keep, int count);
+
+/* ---- Login processes: pidfds (Linux 5.3) and their exits ---- */
+
+/* A pidfd (close-on-exec) for the process at the other end of a connected Unix socket, the one that
+ * called connect(). `method` 0 asks the kernel (SO_PEERPIDFD, Linux 6.5): its reference was taken at
+ * connect time, so no pid can have been reused. `method` 1 opens the SO_PEERCRED pid (pidfd_open) and
+ * keeps the pidfd only if the connection is still open afterwards (see the .c file).
+ * Returns the pidfd, or -1 with errno: ESRCH when the peer is gone, ENOPROTOOPT when the kernel does
+ * not know SO_PEERPIDFD, ENOSYS when it has no pidfds, ENODATA when the socket records no peer. */
+int latchkey_peer_pidfd(int fd, int method);
+
+/* 1 when the process behind `pidfd` has exited (a zombie counts), 0 while it runs, -1 with errno. */
+int latchkey_pidfd_exited(int pidfd);
+
+/* An epoll set that reports the exits of the processes whose pidfds are added to it, each under a key:
+ * create (close-on-exec; -1 with errno), add and remove (0 or -1 with errno), and wait, which blocks
+ * until at least one has exited and stores up to `capacity` keys (their number, or -1 with errno). */
+int latchkey_exit_watch_create(void);
+int latchkey_exit_watch_add(int watch, int pidfd, uint64_t key);
+int latchkey_exit_watch_remove(int watch, int pidfd);
+int latchkey_exit_watch_wait(int watch, uint64_t *keys, int capacity);
+
+/* Raises the soft RLIMIT_NOFILE to at least `wanted` descriptors (never above the hard limit, never
+ * lowering it). Returns the soft limit in force afterwards, or -1 with errno. */
+long long latchkey_raise_descriptor_limit(unsigned long long wanted);
