@@ -18,6 +18,11 @@ final class PAMConnectionLimitTests: PAMTestCase {
 
         let holder = try holdConnections(idle: 1000, stalled: 80)
         defer { holder.release() }
+        // Every request slot of the user is taken (the stalled requests hold theirs for 10 s): the user's
+        // own CLI is told the agent is busy, and the login comes after it, well inside those 10 s.
+        let crowded = try cli(["status"])
+        XCTAssertEqual(crowded.status, 1, crowded.out)
+        XCTAssertTrue(crowded.err.contains("latchkeyd is busy"), crowded.err)
         let login = try pamtester(service, ["authenticate", "open_session"], input: password + "\n")
         XCTAssertEqual(login.status, 0, login.err)
         holder.release()
