@@ -32,7 +32,21 @@ final class AgentClient: Sendable {
         connection.withLock { fd in exchange(request, on: &fd) }
     }
 
+    /// How many times a request the agent never read is sent again on a new connection. The agent
+    /// closes idle connections (after an idle timeout, or the oldest when it is full), so a request can
+    /// meet a connection closed a moment before; twice covers one closed while the next was opened.
+    static let maximumResends = 2
+
     /// `send` with the connection held.
+    ///
+    /// A request is sent again only when the agent provably never read it: the send failed because the
+    /// agent had closed the connection (EPIPE, or ECONNRESET), or the reply was a reset (ECONNRESET). On
+    /// a Unix stream socket a reset means the agent closed with bytes of ours still unread, and it acts
+    /// on a request only once it has read all of it, so the request never ran. A plain EOF instead of a
+    /// reply means the agent read everything and then vanished (it crashed or was killed while carrying
+    /// the request out): that is reported and never resent, since an add sent twice would succeed once
+    /// and then fail with errSecDuplicateItem. The agent closes a connection of its own accord only
+    /// between requests, before reading a byte of the next (docs/PROTOCOL.md §1).
     private func exchange(_ request: Request, on fd: inout Int32) -> Response {
         var payload = request.encode()
         defer { payload.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
@@ -42,34 +56,57 @@ final class AgentClient: Sendable {
                 status: SecStatus.param, value: nil,
                 message: "request of \(payload.count) bytes exceeds the \(Wire.maxRequestFrame)-byte limit")
         }
-        let reused = fd >= 0
-        if !reused {
-            if let failure = connectOrStart(&fd) { return failure }
+        var resends = 0
+        while true {
+            if fd < 0, let failure = connectOrStart(&fd) { return failure }
+            switch attempt(payload, on: fd) {
+            case .answered(let response):
+                return response
+            case .unread where resends < AgentClient.maximumResends:
+                disconnect(&fd)
+                resends += 1
+            case .unread(let why), .failed(let why):
+                disconnect(&fd)
+                return unavailable(why)
+            }
         }
+    }
+
+    private enum Attempt {
+        /// The agent answered (any status).
+        case answered(Response)
+        /// The agent closed the connection without reading the whole request: it never ran.
+        case unread(String)
+        /// No answer, and the request may or may not have run.
+        case failed(String)
+    }
+
+    /// Sends `payload` on `fd` and reads the reply.
+    private func attempt(_ payload: [UInt8], on fd: Int32) -> Attempt {
         do {
             try FrameIO.writeFrame(payload, to: fd, deadline: .now + AgentClient.responseTimeout)
         } catch {
-            // A persistent connection the agent has since closed (it restarted): nothing was delivered,
-            // so connecting again and resending is safe.
-            disconnect(&fd)
-            guard reused else { return unavailable("cannot send to the agent: \(error)") }
-            if let failure = connectOrStart(&fd) { return failure }
-            do {
-                try FrameIO.writeFrame(payload, to: fd, deadline: .now + AgentClient.responseTimeout)
-            } catch {
-                disconnect(&fd)
-                return unavailable("cannot send to the agent: \(error)")
+            guard case .io(let code) = error, code == EPIPE || code == ECONNRESET else {
+                return .failed("cannot send to the agent: \(error)")
             }
+            // An agent that turned the connection away ("busy") answered before closing it: that answer,
+            // already here, says more than the closed connection.
+            if var reply = try? FrameIO.readFrame(from: fd, maxLength: Wire.maxResponseFrame, deadline: .now),
+                let response = try? Response.decode(wiping: &reply)
+            {
+                return .answered(response)
+            }
+            return .unread("cannot send to the agent: \(error)")
         }
         do {
             var reply = try FrameIO.readFrame(
                 from: fd, maxLength: Wire.maxResponseFrame,
                 deadline: .now + AgentClient.responseTimeout, awaitingReply: true)
-            return try Response.decode(wiping: &reply)
+            return .answered(try Response.decode(wiping: &reply))
+        } catch .io(errno: ECONNRESET) {
+            return .unread("the agent closed the connection without reading the request")
         } catch {
-            // The request may or may not have been carried out: report, never resend.
-            disconnect(&fd)
-            return unavailable("no answer from the agent: \(error)")
+            return .failed("no answer from the agent: \(error)")
         }
     }
 
@@ -116,5 +153,17 @@ extension AgentClient {
     /// Drops the persistent connection (tests switch between agents by changing the environment).
     func resetConnection() {
         connection.withLock { disconnect(&$0) }
+    }
+}
+
+extension AgentClient {
+    /// Whether the agent has closed the persistent connection (tests wait for the agent's idle timeout
+    /// with it). Reads nothing.
+    var isConnectionClosedByAgent: Bool {
+        connection.withLock { fd in
+            guard fd >= 0 else { return false }
+            var pfd = pollfd(fd: fd, events: 0, revents: 0)
+            return poll(&pfd, 1, 0) > 0 && pfd.revents & Int16(POLLHUP) != 0
+        }
     }
 }

@@ -235,12 +235,12 @@ package enum AgentMain {
     /// the session bus can change the environment D-Bus activation and the systemd user manager start
     /// services with (`UpdateActivationEnvironment`), and none of them may weaken the agent (a day-long
     /// screen-lock grace, no idle lock, a log that rotates away at once, a tiny Secret Service session
-    /// cap). The unit's or .service file's command line sets them. `LATCHKEY_PROMPTER` is handled where
+    /// cap, connections dropped every second). The unit's or .service file's command line sets them. `LATCHKEY_PROMPTER` is handled where
     /// the prompter is chosen (`--prompter` may replace it). This is defence in depth: such a client
     /// runs as the user (docs/SECURITY.md, attacker 5).
     static let sharedEnvironmentIgnored = [
         "LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_LOG_LIMIT",
-        "LATCHKEY_MAX_SESSIONS",
+        "LATCHKEY_MAX_SESSIONS", "LATCHKEY_CONNECTION_IDLE",
     ]
     /// Where an agent started by a service manager looks for programs (the prompter): a PATH from the
     /// shared environment would choose which program receives the keychain password.

@@ -10,18 +10,22 @@ import LatchkeyWire
     import Glibc
 #endif
 
-/// The agent's socket server: one thread per connection, so a slow or stalled client holds only its own
-/// thread; the engine's mutex is taken only for the short work of each request.
+/// The agent's socket server. The accept thread watches every idle connection with one poll(2)
+/// (`ConnectionPoller`); a thread serves a connection only while its requests come, so a slow or stalled
+/// client holds only its own thread, idle connections hold none, and the engine's mutex is taken only
+/// for the short work of each request. Limits and their reasons: `ConnectionLimits`.
 package final class AgentServer: @unchecked Sendable {
-    /// Connections served at once; more are refused, so a runaway client cannot exhaust threads.
-    package static let maximumConnections = 64
     /// A client that starts a frame must finish it within this time, or it is disconnected.
     package static let frameCompletionTimeout: Duration = .seconds(10)
+    /// Connections accepted in a row before the accept thread looks at the rest again.
+    static let acceptBurst = 32
 
     let service: AgentService
     private let listener: Listener
     private let endpoint: AgentEndpoint
-    private let connections = AtomicCounter()
+    private let limits: ConnectionLimits
+    private let mailbox: Mailbox
+    private let demand: SlotDemand
 
     package init(
         endpoint: AgentEndpoint, keychain: Keychain,
@@ -29,6 +33,9 @@ package final class AgentServer: @unchecked Sendable {
         onUnlock: @escaping @Sendable () -> Void = {}
     ) throws {
         self.endpoint = endpoint
+        self.limits = ConnectionLimits.current()
+        self.mailbox = try Mailbox()
+        self.demand = try SlotDemand()
         self.listener = try Listener.open(endpoint: endpoint)
         self.service = AgentService(keychain: keychain, onItemRequest: onItemRequest, onUnlock: onUnlock)
     }
@@ -36,39 +43,47 @@ package final class AgentServer: @unchecked Sendable {
     /// The socket path clients connect to.
     package var socketPath: String { endpoint.socketPath }
 
-    /// Accepts connections until the process ends.
+    /// Accepts connections and watches the idle ones until the process ends.
     package func run() -> Never {
-        while true {
-            let fd = latchkey_accept_cloexec(listener.fd)
-            if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                AgentLog.error("accept: \(String(cString: strerror(errno)))")
-                usleep(100_000)  // e.g. EMFILE: back off instead of spinning
-                continue
-            }
-            // The peer is checked before a single byte is read from it: the user's own processes, and
-            // root (pam_latchkey), which may only hand off keys (Opcode.permittedForRoot).
-            guard let peer = PeerCredentials(fd: fd), peer.uid == getuid() || peer.uid == 0 else {
-                AgentLog.warning("refused a connection from another user")
-                close(fd)
-                continue
-            }
-            guard connections.increment(below: AgentServer.maximumConnections) else {
-                AgentLog.warning("refused a connection: \(AgentServer.maximumConnections) already open")
-                close(fd)
-                continue
-            }
-            let caller = Caller(uid: peer.uid, pid: peer.pid, executable: peer.executable)
-            let started = startDetachedThread { [self] in
-                serve(fd: fd, caller: caller)
-                close(fd)
-                connections.decrement()
-            }
-            if !started {
-                close(fd)
-                connections.decrement()
-            }
+        let poller = ConnectionPoller(limits: limits, mailbox: mailbox, demand: demand) { [self] connection in
+            startDetachedThread { [self] in mailbox.post(serve(connection)) }
         }
+        while true {
+            guard poller.waitForEvents(listener: listener.fd) else { continue }
+            // Several queued connections per wake-up, so a burst does not cost a poll over every idle
+            // connection each; but a bounded number, so a client that connects without pause cannot keep
+            // the requests already waiting from being dispatched.
+            var pending = pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)
+            var accepted = 0
+            repeat {
+                acceptOne(into: poller)
+                accepted += 1
+            } while accepted < AgentServer.acceptBurst && poll(&pending, 1, 0) > 0
+        }
+    }
+
+    private func acceptOne(into poller: ConnectionPoller) {
+        let fd = latchkey_accept_cloexec(listener.fd)
+        if fd < 0 {
+            let error = errno
+            if error == EINTR || error == ECONNABORTED { return }
+            // Out of descriptors: an idle connection makes room; with none, back off instead of spinning.
+            if (error == EMFILE || error == ENFILE) && poller.evictForDescriptor() { return }
+            AgentLog.error("accept: \(String(cString: strerror(error)))")
+            usleep(100_000)
+            return
+        }
+        // The peer is checked before a single byte is read from it: the user's own processes, and
+        // root (pam_latchkey), which may only hand off keys (Opcode.permittedForRoot).
+        guard let peer = PeerCredentials(fd: fd), peer.uid == getuid() || peer.uid == 0 else {
+            AgentLog.warning("refused a connection from another user")
+            close(fd)
+            return
+        }
+        let caller = Caller(uid: peer.uid, pid: peer.pid, executable: peer.executable)
+        poller.admit(
+            Connection(
+                fd: fd, caller: caller, peer: peer.uid == getuid() ? .user : .root, idleSince: .now))
     }
 
     /// Removes the socket file if this process created it (on a clean exit).
@@ -76,79 +91,110 @@ package final class AgentServer: @unchecked Sendable {
         if listener.ownsSocketFile { unlink(endpoint.socketPath) }
     }
 
-    private func serve(fd: Int32, caller: Caller) {
-        let agentUID = getuid()
+    /// Serves requests on `connection` until it closes, or until it has been quiet for
+    /// `ConnectionLimits.linger` and goes back to the accept thread.
+    private func serve(_ connection: Connection) -> WorkerEnd {
+        var idle = connection
         while true {
-            var payload: [UInt8]
-            do {
-                payload = try readRequestFrame(fd: fd)
-            } catch {
-                if error != .closed { AgentLog.info("closing connection from pid \(caller.pid): \(error)") }
-                return
-            }
-            var response = Response(status: SecStatus.internalComponent, value: nil, message: nil)
-            var decoded: Request?
-            defer {
-                // Item secrets in the request and the response: zero them once the reply is out.
-                decoded?.wipeItemData()
-                response.value?.wipeDataInPlace()
-            }
-            do {
-                let request = try Request.decode(wiping: &payload)
-                decoded = request
-                if caller.uid != agentUID && !request.opcode.permittedForRoot {
-                    response = Response(
-                        status: SecStatus.authFailed, value: nil,
-                        message: "uid \(caller.uid) may only hand off keys and open or close sessions")
-                } else {
-                    response = service.handle(request, caller: caller) {
-                        PeerProcess.of(connection: fd, pid: caller.pid)
-                    }
+            switch awaitRequest(fd: connection.fd, demand: demand[connection.peer].fd) {
+            case .quiet:
+                return .parked(idle)
+            case .starting:
+                if !serveRequest(fd: connection.fd, caller: connection.caller) {
+                    close(connection.fd)
+                    return .closed(connection.peer)
                 }
-                if let value = response.value,
-                    (try? ValueCodec.validate(value)) == nil
-                        || response.encodedSize > Wire.maxResponseFrame
-                {
-                    // Too many or too large results for one reply: say so rather than send what the
-                    // client would have to reject.
-                    response = Response(
-                        status: SecStatus.dataTooLarge, value: nil,
-                        message: "the result is too large for one reply; narrow the query or set kSecMatchLimit")
-                }
-            } catch .unsupportedVersion(let version) {
-                let reply = Response(
-                    status: SecStatus.unimplemented, value: nil,
-                    message: "unsupported protocol version \(version)")
-                try? FrameIO.writeFrame(reply.encode(), to: fd, deadline: .now + AgentServer.frameCompletionTimeout)
-                return
-            } catch .unknownOpcode(let opcode) {
-                response = Response(status: SecStatus.unimplemented, value: nil, message: "unknown request \(opcode)")
-            } catch {
-                // A malformed request: answer errSecParam and drop the connection, whose framing can no
-                // longer be trusted.
-                let reply = Response(status: SecStatus.param, value: nil, message: "malformed request: \(error)")
-                try? FrameIO.writeFrame(reply.encode(), to: fd, deadline: .now + AgentServer.frameCompletionTimeout)
-                return
-            }
-            var encoded = response.encode()
-            defer { encoded.wipeIfNeeded() }
-            do {
-                try FrameIO.writeFrame(encoded, to: fd, deadline: .now + AgentServer.frameCompletionTimeout)
-            } catch {
-                return
+                idle.idleSince = .now
             }
         }
     }
 
-    /// Waits as long as needed for a request to start, then gives the client a bounded time to finish it.
-    private func readRequestFrame(fd: Int32) throws(WireError) -> [UInt8] {
-        var pollFD = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while poll(&pollFD, 1, -1) < 0 {
-            if errno != EINTR { throw .io(errno: errno) }
+    /// Serves one request: reads it (the client has `frameCompletionTimeout` to send it whole), answers
+    /// it, and returns whether the connection stays open.
+    private func serveRequest(fd: Int32, caller: Caller) -> Bool {
+        var payload: [UInt8]
+        do {
+            payload = try FrameIO.readFrame(
+                from: fd, maxLength: Wire.maxRequestFrame, deadline: .now + AgentServer.frameCompletionTimeout)
+        } catch {
+            if error != .closed { AgentLog.info("closing connection from pid \(caller.pid): \(error)") }
+            return false
         }
-        return try FrameIO.readFrame(
-            from: fd, maxLength: Wire.maxRequestFrame,
-            deadline: .now + AgentServer.frameCompletionTimeout)
+        var response = Response(status: SecStatus.internalComponent, value: nil, message: nil)
+        var decoded: Request?
+        defer {
+            // Item secrets in the request and the response: zero them once the reply is out.
+            decoded?.wipeItemData()
+            response.value?.wipeDataInPlace()
+        }
+        do {
+            let request = try Request.decode(wiping: &payload)
+            decoded = request
+            if caller.uid != getuid() && !request.opcode.permittedForRoot {
+                response = Response(
+                    status: SecStatus.authFailed, value: nil,
+                    message: "uid \(caller.uid) may only hand off keys and open or close sessions")
+            } else {
+                response = service.handle(request, caller: caller) {
+                    PeerProcess.of(connection: fd, pid: caller.pid)
+                }
+            }
+            if let value = response.value,
+                (try? ValueCodec.validate(value)) == nil
+                    || response.encodedSize > Wire.maxResponseFrame
+            {
+                // Too many or too large results for one reply: say so rather than send what the
+                // client would have to reject.
+                response = Response(
+                    status: SecStatus.dataTooLarge, value: nil,
+                    message: "the result is too large for one reply; narrow the query or set kSecMatchLimit")
+            }
+        } catch .unsupportedVersion(let version) {
+            let reply = Response(
+                status: SecStatus.unimplemented, value: nil,
+                message: "unsupported protocol version \(version)")
+            try? FrameIO.writeFrame(reply.encode(), to: fd, deadline: .now + AgentServer.frameCompletionTimeout)
+            return false
+        } catch .unknownOpcode(let opcode) {
+            response = Response(status: SecStatus.unimplemented, value: nil, message: "unknown request \(opcode)")
+        } catch {
+            // A malformed request: answer errSecParam and drop the connection, whose framing can no
+            // longer be trusted.
+            let reply = Response(status: SecStatus.param, value: nil, message: "malformed request: \(error)")
+            try? FrameIO.writeFrame(reply.encode(), to: fd, deadline: .now + AgentServer.frameCompletionTimeout)
+            return false
+        }
+        var encoded = response.encode()
+        defer { encoded.wipeIfNeeded() }
+        do {
+            try FrameIO.writeFrame(encoded, to: fd, deadline: .now + AgentServer.frameCompletionTimeout)
+        } catch {
+            return false
+        }
+        return true
+    }
+
+    private enum Awaited { case starting, quiet }
+
+    /// Waits up to `ConnectionLimits.linger` for the next request to start (or for the client to close,
+    /// which reading then finds); quiet at once when `demand` says a request waits for this slot.
+    private func awaitRequest(fd: Int32, demand: Int32) -> Awaited {
+        let end = ContinuousClock.now + ConnectionLimits.linger
+        // On the stack: this runs after every request.
+        return withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { pollFDs in
+            pollFDs[0] = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            pollFDs[1] = pollfd(fd: demand, events: Int16(POLLIN), revents: 0)
+            while true {
+                let remaining = ContinuousClock.now.duration(to: end)
+                guard remaining > .zero else { return .quiet }
+                let (seconds, attoseconds) = remaining.components
+                let milliseconds = Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+                let ready = poll(pollFDs.baseAddress, 2, milliseconds)
+                if ready > 0 { return pollFDs[0].revents != 0 ? .starting : .quiet }
+                // A poll that fails for another reason than a signal: reading will report it.
+                if ready < 0 && errno != EINTR { return .starting }
+            }
+        }
     }
 }
 

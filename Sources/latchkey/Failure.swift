@@ -28,7 +28,7 @@ func failure(_ function: String, _ status: OSStatus, detail: String?) -> ExitCod
     let message = SecCopyErrorMessageString(status, nil).map { $0 as String } ?? "OSStatus \(status)"
     printError("\(function): \(message) (\(status))")
     if let detail, !detail.isEmpty { printError("detail: \(detail)") }
-    if let hint = hint(for: status) { printError(hint) }
+    if let hint = hint(for: status, detail: detail) { printError(hint) }
     return ExitCode(status == errSecItemNotFound ? ExitStatus.itemNotFound : ExitStatus.failure)
 }
 
@@ -44,10 +44,13 @@ func controlFailure(_ function: String, _ error: KeychainControl.Failure) -> Exi
 }
 
 /// What the user can do about a status, for the few that have an obvious remedy.
-func hint(for status: OSStatus) -> String? {
+func hint(for status: OSStatus, detail: String?) -> String? {
     switch status {
     case errSecInteractionNotAllowed: "the keychain is locked; run 'latchkey unlock'"
     case errSecNoDefaultKeychain: "run 'latchkey init' to create a keychain"
+    // An agent at its limits answers errSecNotAvailable itself, with a detail starting "latchkeyd is busy"
+    // that says to try again (docs/PROTOCOL.md §5): it was reached, so the usual hint would mislead.
+    case errSecNotAvailable where detail?.hasPrefix("latchkeyd is busy") == true: nil
     case errSecNotAvailable: "the agent could not be reached or started"
     default: nil
     }

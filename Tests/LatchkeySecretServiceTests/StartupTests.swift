@@ -97,7 +97,10 @@ final class StartupTests: SecretServiceTestCase {
         // the user would, to keep a locked screen from ever locking the keychain: the agent ignores it.
         let update = try TestProcess.run(
             "/usr/bin/dbus-update-activation-environment",
-            ["LATCHKEY_LOCK_GRACE=86400", "LATCHKEY_LOG_LIMIT=1", "LATCHKEY_MAX_SESSIONS=1"])
+            [
+                "LATCHKEY_LOCK_GRACE=86400", "LATCHKEY_LOG_LIMIT=1", "LATCHKEY_MAX_SESSIONS=1",
+                "LATCHKEY_CONNECTION_IDLE=1",
+            ])
         XCTAssertEqual(update.status, 0, update.err)
 
         XCTAssertEqual(
@@ -106,7 +109,7 @@ final class StartupTests: SecretServiceTestCase {
         XCTAssertNotNil(agentPID(), "the activated process is the agent")
         // An activated agent's standard error is the bus daemon's.
         let activatedLog = (try? String(contentsOfFile: activation.directory + "/daemon.log", encoding: .utf8)) ?? ""
-        for name in ["LATCHKEY_LOCK_GRACE", "LATCHKEY_LOG_LIMIT", "LATCHKEY_MAX_SESSIONS"] {
+        for name in ["LATCHKEY_LOCK_GRACE", "LATCHKEY_LOG_LIMIT", "LATCHKEY_MAX_SESSIONS", "LATCHKEY_CONNECTION_IDLE"] {
             XCTAssertTrue(activatedLog.contains("ignoring \(name): started by D-Bus activation"), activatedLog)
         }
         // The session cap of 1 was not taken: a second session opens.
