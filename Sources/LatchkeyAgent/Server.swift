@@ -19,17 +19,18 @@ package final class AgentServer: @unchecked Sendable {
     package static let frameCompletionTimeout: Duration = .seconds(10)
 
     let service: AgentService
-    private let listener: Listener
+    let listener: Listener
     private let endpoint: AgentEndpoint
     private let connections = AtomicCounter()
 
+    /// `locks` must be held for `endpoint` and `keychain` (`AgentLocks.take`).
     package init(
-        endpoint: AgentEndpoint, keychain: Keychain,
+        endpoint: AgentEndpoint, locks: AgentLocks, keychain: Keychain,
         onItemRequest: @escaping @Sendable () -> Void = {},
         onUnlock: @escaping @Sendable () -> Void = {}
     ) throws {
         self.endpoint = endpoint
-        self.listener = try Listener.open(endpoint: endpoint)
+        self.listener = try Listener.open(endpoint: endpoint, locks: locks)
         self.service = AgentService(keychain: keychain, onItemRequest: onItemRequest, onUnlock: onUnlock)
     }
 
@@ -71,9 +72,10 @@ package final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// Removes the socket file if this process created it (on a clean exit).
+    /// Removes the socket file if this process created it and the path still names it (on a clean
+    /// exit). Async-signal-safe.
     package func removeSocketFile() {
-        if listener.ownsSocketFile { unlink(endpoint.socketPath) }
+        listener.removeSocketFile()
     }
 
     private func serve(fd: Int32, caller: Caller) {
