@@ -153,11 +153,16 @@ package enum AgentMain {
         let location = KeychainLocation(directory: directory ?? defaultKeychainDirectory())
         let endpoint = AgentEndpoint.current()
         let server: AgentServer
-        let keychain = Keychain(location: location)
-        let lockPolicy = LockPolicy(keychain: keychain, settings: policy)
+        let keychain: Keychain
+        let lockPolicy: LockPolicy
         do {
+            // The locks first: the keychain is opened (its store, perhaps migrated) only by the one
+            // agent that may serve it.
+            let locks = try AgentLocks.take(binding: Listener.isInherited ? nil : endpoint, keychain: location)
+            keychain = Keychain(location: location)
+            lockPolicy = LockPolicy(keychain: keychain, settings: policy)
             server = try AgentServer(
-                endpoint: endpoint, keychain: keychain,
+                endpoint: endpoint, locks: locks, keychain: keychain,
                 onItemRequest: { lockPolicy.noteUse() },
                 onUnlock: { lockPolicy.cancelPendingLock() })
         } catch let error as ListenerError {
@@ -172,6 +177,7 @@ package enum AgentMain {
             exit(1)
         }
         installSignalHandlers(server)
+        watchSocketFile(server)
         // The socket directory is checked (ours, 0700) now, so rotation may create files in it. Only the
         // agent.log a client opened for us is capped; the journal, a pipe or a file of the user's choice
         // is left alone.
@@ -292,6 +298,25 @@ package enum AgentMain {
         // it cannot forge a line of the journal.
         AgentLog.printError("latchkeyd: \(LogLine.escaped(message))\n\(usage)")
         exit(64)
+    }
+
+    /// Exits once the socket file is removed or replaced (`SocketWatch`), rather than run on where no
+    /// client can reach it. The keychain lock goes with the process, so the agent that a client then
+    /// starts, or has started already and is waiting for that lock (`AgentLocks`), serves the socket
+    /// the client found. Nothing is unlinked: the path names nothing of ours any more.
+    ///
+    /// Binding again in the new directory was the other choice. It would keep the keys in memory across
+    /// a logout and a login, though the logout ended the session this agent belongs to (its session bus,
+    /// its logind session, its environment), and an agent of the new session gets all of them right.
+    private static func watchSocketFile(_ server: AgentServer) {
+        guard let file = server.listener.socketFile else { return }
+        let started = SocketWatch.start(file) {
+            AgentLog.warning(
+                "\(file.path) was removed or replaced (a logout removes $XDG_RUNTIME_DIR); exiting, so that "
+                    + "an agent started for the socket clients now find serves the keychain")
+            _exit(0)
+        }
+        if !started { AgentLog.warning("cannot watch \(file.path); the agent will not notice if it is removed") }
     }
 
     private static func installSignalHandlers(_ server: AgentServer) {

@@ -16,37 +16,35 @@ package struct ListenerError: Error, CustomStringConvertible {
 }
 
 /// The listening socket: inherited from systemd socket activation (`LISTEN_FDS`), or bound in the
-/// endpoint directory while holding the agent lock so that two agents never race for one socket.
+/// endpoint directory while holding both `AgentLocks`, so that two agents never race for one socket and
+/// never serve one keychain.
 struct Listener {
     let fd: Int32
-    /// The lock file descriptor, held for the life of the process (nil under socket activation).
-    let lockFD: Int32?
+    /// The socket file, as it was right after `bind` (or, inherited, when the agent started); nil
+    /// when the inherited socket has no file.
+    let socketFile: SocketFile?
     /// Whether we bound the socket file ourselves (and so may remove it on exit).
     let ownsSocketFile: Bool
 
-    static func open(endpoint: AgentEndpoint) throws -> Listener {
+    /// Whether systemd passed us the listening socket (`LISTEN_PID` is ours and `LISTEN_FDS` ≥ 1): then
+    /// the agent takes no socket lock and never binds, unlinks or replaces a socket file.
+    static var isInherited: Bool {
+        guard let pid = Environment.value("LISTEN_PID"), pid == String(getpid()),
+            let count = Environment.value("LISTEN_FDS"), let n = Int(count)
+        else { return false }
+        return n >= 1
+    }
+
+    /// Opens the listening socket. `locks` must have been taken with this endpoint (or with none, when
+    /// the socket is inherited): holding them is what makes a socket file found at the path stale.
+    static func open(endpoint: AgentEndpoint, locks: AgentLocks) throws -> Listener {
         if let fd = inheritedSocket() {
-            return Listener(fd: fd, lockFD: nil, ownsSocketFile: false)
+            return Listener(fd: fd, socketFile: SocketFile(listening: fd), ownsSocketFile: false)
         }
-        if let problem = endpoint.prepareDirectory(create: true) {
-            throw ListenerError(description: problem)
+        guard locks.socketLockFD != nil else {
+            throw ListenerError(description: "internal error: no lock is held for \(endpoint.socketPath)")
         }
-        // A regular file of our own, never through a link and never blocking on a FIFO planted there.
-        let lockFD: Int32
-        do {
-            lockFD = try FileDescriptor.openRegularFile(
-                FilePath(endpoint.lockPath), .readWrite, options: [.create], permissions: [.ownerReadWrite],
-                owner: getuid()
-            ).rawValue
-        } catch {
-            throw ListenerError(description: "the agent lock file: \(error)")
-        }
-        guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
-            close(lockFD)
-            throw ListenerError(
-                description: "another latchkeyd already serves \(endpoint.socketPath)", alreadyRunning: true)
-        }
-        // We hold the lock, so any socket file left behind is stale (a crashed agent): replace it.
+        // We hold the locks, so any socket file left behind is stale (a crashed agent): replace it.
         unlink(endpoint.socketPath)
         let socket: FileDescriptor
         do {
@@ -63,8 +61,19 @@ struct Listener {
             }
             throw ListenerError(description: "cannot listen on \(endpoint.socketPath): \(error)")
         }
+        // Known by device and inode from now on: the path may name another agent's socket later.
+        guard let file = SocketFile(path: endpoint.socketPath) else {
+            try? socket.close()
+            throw ListenerError(description: "\(endpoint.socketPath) was replaced right after it was bound")
+        }
         chmod(endpoint.socketPath, 0o600)
-        return Listener(fd: socket.rawValue, lockFD: lockFD, ownsSocketFile: true)
+        return Listener(fd: socket.rawValue, socketFile: file, ownsSocketFile: true)
+    }
+
+    /// Removes the socket file if we bound it and the path still names it (a clean exit).
+    /// Async-signal-safe.
+    func removeSocketFile() {
+        if ownsSocketFile { socketFile?.removeIfOurs() }
     }
 
     /// The socket passed by systemd (`LISTEN_PID` is ours and `LISTEN_FDS` ≥ 1: fd 3).

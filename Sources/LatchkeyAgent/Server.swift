@@ -21,14 +21,15 @@ package final class AgentServer: @unchecked Sendable {
     static let acceptBurst = 32
 
     let service: AgentService
-    private let listener: Listener
+    let listener: Listener
     private let endpoint: AgentEndpoint
     private let limits: ConnectionLimits
     private let mailbox: Mailbox
     private let demand: SlotDemand
 
+    /// `locks` must be held for `endpoint` and `keychain` (`AgentLocks.take`).
     package init(
-        endpoint: AgentEndpoint, keychain: Keychain,
+        endpoint: AgentEndpoint, locks: AgentLocks, keychain: Keychain,
         onItemRequest: @escaping @Sendable () -> Void = {},
         onUnlock: @escaping @Sendable () -> Void = {}
     ) throws {
@@ -36,7 +37,7 @@ package final class AgentServer: @unchecked Sendable {
         self.limits = ConnectionLimits.current()
         self.mailbox = try Mailbox()
         self.demand = try SlotDemand()
-        self.listener = try Listener.open(endpoint: endpoint)
+        self.listener = try Listener.open(endpoint: endpoint, locks: locks)
         self.service = AgentService(keychain: keychain, onItemRequest: onItemRequest, onUnlock: onUnlock)
     }
 
@@ -86,9 +87,10 @@ package final class AgentServer: @unchecked Sendable {
                 fd: fd, caller: caller, peer: peer.uid == getuid() ? .user : .root, idleSince: .now))
     }
 
-    /// Removes the socket file if this process created it (on a clean exit).
+    /// Removes the socket file if this process created it and the path still names it (on a clean
+    /// exit). Async-signal-safe.
     package func removeSocketFile() {
-        if listener.ownsSocketFile { unlink(endpoint.socketPath) }
+        listener.removeSocketFile()
     }
 
     /// Serves requests on `connection` until it closes, or until it has been quiet for

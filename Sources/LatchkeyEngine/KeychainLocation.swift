@@ -10,6 +10,10 @@ package struct KeychainLocation: Sendable, Equatable {
     /// Written by pam_latchkey when the login password changed without the old one (or a login
     /// succeeded with a password that does not open the keychain); removed when they agree again.
     package var outOfStepMarkerPath: String { directory + "/password-out-of-step" }
+    /// Held with `flock` by the one agent that serves this keychain (the agent's business; the engine
+    /// never opens it). It lives with the keychain, not with the socket, so that two agents started
+    /// with different runtime directories still cannot serve one keychain.
+    package var agentLockPath: String { directory + "/agent.lock" }
 
     package init(directory: String) {
         self.directory = directory

@@ -12,7 +12,8 @@ package struct AgentEndpoint: Sendable, Equatable {
     package var directory: String
 
     package var socketPath: String { directory + "/agent.sock" }
-    /// Held with `flock` by the running agent, so that two agents never serve one user.
+    /// Held with `flock` by the agent that listens here, so that two agents never bind one socket path
+    /// (`KeychainLocation.agentLockPath` keeps one keychain to one agent).
     package var lockPath: String { directory + "/agent.lock" }
     /// Where an agent started on demand writes its log.
     package var logPath: String { directory + "/agent.log" }

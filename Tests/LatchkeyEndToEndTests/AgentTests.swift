@@ -65,6 +65,9 @@ final class AgentTests: AgentTestCase {
         process.executableURL = URL(fileURLWithPath: activator)
         process.arguments = [
             "--listen=\(directory)/agent.sock",
+            // The activator passes on only what --setenv names: without this the agent would lock (and
+            // create) the keychain directory of the user running the tests.
+            "--setenv=XDG_DATA_HOME=\(dataDirectory)",
             "--setenv=LATCHKEY_LOCK_GRACE=86400", "--setenv=LATCHKEY_IDLE_LOCK=0",
             "--setenv=LATCHKEY_PROMPTER=/tmp/not-a-prompter", "--setenv=PATH=/tmp/evil:/usr/bin",
             Self.binDirectory + "/latchkeyd", "--no-desktop", "--no-secret-service",
