@@ -17,6 +17,8 @@ final class AgentClient: Sendable {
     /// How long a client waits for an agent it started to signal readiness (it fails at once if the
     /// agent exits first, or cannot be executed at all).
     static let startTimeoutMilliseconds: Int32 = 5_000
+    /// How often a client waiting for another agent to listen tries the socket again.
+    static let socketRetryMicroseconds: UInt32 = 20_000
     /// How long a client waits for the answer to a request before giving up (errSecNotAvailable).
     /// Unlock and create run Argon2id in the agent, so this is generous; a hung agent still cannot
     /// hang the caller forever.
@@ -126,16 +128,36 @@ final class AgentClient: Sendable {
             fd = connected
             return nil
         }
-        if let failure = AgentLauncher.start(
+        let started = AgentLauncher.start(
             endpoint: endpoint, timeoutMilliseconds: AgentClient.startTimeoutMilliseconds)
-        {
-            return unavailable(failure)
+        switch started {
+        case .failure(let failure):
+            return unavailable(failure.message)
+        case .success(.listening):
+            guard let connected = connect(endpoint.socketPath) else {
+                return unavailable(
+                    "the agent started but \(endpoint.socketPath) does not accept connections (see \(endpoint.logPath))"
+                )
+            }
+            fd = connected
+            return nil
+        case .success(.anotherAgentListens):
+            // Another client started an agent at the same moment, and that one won the socket's lock: it
+            // may still be opening the keychain before it listens, so wait for it within the start time.
+            let deadline = ContinuousClock.now + .milliseconds(AgentClient.startTimeoutMilliseconds)
+            while true {
+                if let connected = connect(endpoint.socketPath) {
+                    fd = connected
+                    return nil
+                }
+                guard ContinuousClock.now < deadline else {
+                    return unavailable(
+                        "another latchkeyd holds \(endpoint.lockPath) but did not listen on \(endpoint.socketPath) "
+                            + "within \(AgentClient.startTimeoutMilliseconds) ms (see \(endpoint.logPath))")
+                }
+                usleep(AgentClient.socketRetryMicroseconds)
+            }
         }
-        guard let connected = connect(endpoint.socketPath) else {
-            return unavailable("the agent started but \(endpoint.socketPath) does not accept connections")
-        }
-        fd = connected
-        return nil
     }
 
     /// A connected socket, or nil when nothing listens (missing socket, refused, or not ours).

@@ -9,17 +9,31 @@ import LatchkeyWire
 /// Starts `latchkeyd --daemon` for the current user and waits until it listens.
 ///
 /// The agent inherits the write end of a pipe (`LATCHKEY_READY_FD`) and writes one byte once its socket
-/// listens. If it cannot be executed, or exits first (for example because another agent won the lock),
-/// the pipe reaches EOF and the caller learns at once instead of waiting out a timeout.
+/// listens (`AgentReadiness`), or says that another agent holds the socket's lock (two clients started
+/// one each; the other may still be opening the keychain). If it cannot be executed, or exits first for
+/// another reason, the pipe reaches EOF and the caller learns at once instead of waiting out a timeout.
 enum AgentLauncher {
-    /// Returns nil on success, or why the agent could not be started.
-    static func start(endpoint: AgentEndpoint, timeoutMilliseconds: Int32) -> String? {
+    /// How a start ended, when it did not fail.
+    enum Started {
+        /// The agent listens (or exited without saying why: connecting tells).
+        case listening
+        /// Another agent holds the socket's lock: it listens, or will; wait for the socket.
+        case anotherAgentListens
+    }
+
+    /// Why the agent could not be started.
+    struct StartFailure: Error {
+        var message: String
+    }
+
+    /// Starts the agent; returns how it went, or why it could not be started.
+    static func start(endpoint: AgentEndpoint, timeoutMilliseconds: Int32) -> Result<Started, StartFailure> {
         guard let executable = agentExecutable() else {
-            return "latchkeyd not found (set LATCHKEYD to its path, or install it next to latchkey or on PATH)"
+            return fail("latchkeyd not found (set LATCHKEYD to its path, or install it next to latchkey or on PATH)")
         }
-        if let problem = endpoint.prepareDirectory(create: true) { return problem }
+        if let problem = endpoint.prepareDirectory(create: true) { return fail(problem) }
         var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else { return "pipe: \(String(cString: strerror(errno)))" }
+        guard pipe(&pipeFDs) == 0 else { return fail("pipe: \(String(cString: strerror(errno)))") }
         defer { close(pipeFDs[0]) }
         _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
@@ -44,7 +58,7 @@ enum AgentLauncher {
             }
         }
         close(pipeFDs[1])
-        guard spawned == 0 else { return "cannot run \(executable): \(String(cString: strerror(spawned)))" }
+        guard spawned == 0 else { return fail("cannot run \(executable): \(String(cString: strerror(spawned)))") }
 
         // `--daemon` forks at once; reap the intermediate process so no zombie is left behind.
         var status: Int32 = 0
@@ -54,12 +68,18 @@ enum AgentLauncher {
         var ready = poll(&pollFD, 1, timeoutMilliseconds)
         while ready < 0 && errno == EINTR { ready = poll(&pollFD, 1, timeoutMilliseconds) }
         guard ready > 0 else {
-            return "latchkeyd did not become ready within \(timeoutMilliseconds) ms (see \(endpoint.logPath))"
+            return fail("latchkeyd did not become ready within \(timeoutMilliseconds) ms (see \(endpoint.logPath))")
         }
         var byte: UInt8 = 0
-        if read(pipeFDs[0], &byte, 1) == 1 { return nil }
-        // EOF: the agent exited. If another agent is already serving, that is success for us.
-        return nil
+        if read(pipeFDs[0], &byte, 1) == 1, byte == AgentReadiness.anotherAgentListens.rawValue {
+            return .success(.anotherAgentListens)
+        }
+        // EOF: the agent exited before listening; connecting tells whether another agent serves.
+        return .success(.listening)
+    }
+
+    private static func fail(_ message: String) -> Result<Started, StartFailure> {
+        .failure(StartFailure(message: message))
     }
 
     /// `$LATCHKEYD`, else `latchkeyd` next to the running executable, else the first on PATH.

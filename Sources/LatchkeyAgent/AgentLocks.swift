@@ -63,7 +63,8 @@ package struct AgentLocks {
                     description: "cannot lock \(endpoint.lockPath): \(String(cString: strerror(error)))")
             }
             throw ListenerError(
-                description: "another latchkeyd already serves \(endpoint.socketPath)", alreadyRunning: true)
+                description: "another latchkeyd already serves \(endpoint.socketPath)", alreadyRunning: true,
+                socketTakenByAnother: true)
         }
         return fd
     }

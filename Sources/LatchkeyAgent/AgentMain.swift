@@ -171,6 +171,7 @@ package enum AgentMain {
                 exit(SecretServiceHost.handOffActivation(runtimeDirectory: endpoint.directory, log: AgentLog.logger))
             }
             AgentLog.write(error.alreadyRunning ? .info : .error, error.description)
+            if error.socketTakenByAnother { signalReady(.anotherAgentListens) }
             exit(error.alreadyRunning ? 0 : 1)
         } catch {
             AgentLog.error("\(error)")
@@ -263,12 +264,13 @@ package enum AgentMain {
         setenv("PATH", trustedPath, 1)
     }
 
-    /// Tells a client that started us that the socket is listening: it passed the write end of a pipe
-    /// in LATCHKEY_READY_FD and waits for one byte (or for EOF, if we die first).
-    private static func signalReady() {
+    /// Tells a client that started us how the start went: it passed the write end of a pipe in
+    /// LATCHKEY_READY_FD and waits for one byte (or for EOF, if we die first). The values are in
+    /// `AgentReadiness` (docs/PROTOCOL.md §1).
+    private static func signalReady(_ readiness: AgentReadiness = .listening) {
         guard let value = Environment.value("LATCHKEY_READY_FD"), let fd = Int32(value), fd > 2 else { return }
         unsetenv("LATCHKEY_READY_FD")
-        var byte: UInt8 = 1
+        var byte = readiness.rawValue
         _ = write(fd, &byte, 1)
         close(fd)
     }

@@ -13,6 +13,9 @@ package struct ListenerError: Error, CustomStringConvertible {
     package var description: String
     /// True when another agent already serves this user (not a failure of the caller's request).
     package var alreadyRunning = false
+    /// True when that agent holds this socket path's lock: it listens there, or is about to (it may still
+    /// be opening the keychain), so a client that started us should wait for the socket rather than fail.
+    package var socketTakenByAnother = false
 }
 
 /// The listening socket: inherited from systemd socket activation (`LISTEN_FDS`), or bound in the

@@ -53,3 +53,13 @@ package struct AgentEndpoint: Sendable, Equatable {
         return nil
     }
 }
+
+/// The byte an agent started on demand writes to `LATCHKEY_READY_FD` (docs/PROTOCOL.md §1). EOF
+/// without a byte: the agent exited before listening (its reason is in `agent.log`).
+package enum AgentReadiness: UInt8, Sendable {
+    /// The agent listens on the socket.
+    case listening = 1
+    /// Another agent holds this socket path's lock and listens there, or will once it has opened the
+    /// keychain; the agent that was started exits. The client waits for the socket.
+    case anotherAgentListens = 2
+}
