@@ -301,6 +301,14 @@ final class KeychainAPITests: ConformanceTestCase {
         XCTAssertEqual(prefStatus, errSecSuccess, "status should equal errSecSuccess")
         XCTAssertEqual(
             copy([kSecValuePersistentRef: pref as Any, kSecUseDataProtectionKeychain: true]).status, errSecSuccess)
+        // Apple answers an update through the identity's persistent reference with errSecInternal; latchkey
+        // updates both halves, as for the query by attributes above (README, differences).
+        XCTAssertEqual(
+            update(
+                [kSecValuePersistentRef: pref as Any, kSecUseDataProtectionKeychain: true],
+                [kSecAttrAccessGroup: "com.apple.security.ckks"]), errSecSuccess, "latchkey: the identity is updated")
+        checkIdentityItem("com.apple.security.ckks", errSecSuccess)
+        checkIdentityItem("com.apple.lakitu", errSecItemNotFound)
 
         _ = delete([kSecClass: kSecClassIdentity, kSecAttrAccessGroup: "com.apple.security.ckks"])
         _ = delete([kSecClass: kSecClassIdentity, kSecAttrAccessGroup: "com.apple.lakitu"])
