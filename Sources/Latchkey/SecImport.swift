@@ -61,7 +61,7 @@ public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ it
         } catch .unsupported(let why) {
             // A cipher or a key that cannot be used here; as Apple's p12 decoder reports what it cannot
             // decode (p12_decodeErr), errSecDecode, never errSecAuthFailed.
-            throw SecError(SecStatus.decode, "the PKCS#12 file cannot be used here: \(why)")
+            throw SecError(SecStatus.decode, "latchkey cannot use this PKCS#12 file: \(why)")
         } catch .invalidInput(let why) {
             throw SecError(SecStatus.decode, why)
         } catch {

@@ -20,9 +20,10 @@ package enum PKCS12 {
         package let friendlyName: String?
     }
 
-    /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC, the
-    /// decryption) fails with `password`, `.invalidInput` for data that is not PKCS#12 or does not decrypt
-    /// although its MAC verifies, and `.unsupported` for a cipher no OpenSSL provider can read or a key
+    /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC opened
+    /// without a passphrase, the decryption) fails with `password`, `.invalidInput` for data that is not
+    /// PKCS#12 or does not decrypt although its MAC verifies, and `.unsupported` for a cipher no OpenSSL
+    /// provider can read, a file without a MAC opened with a passphrase (OpenSSL 3.0 cannot), or a key
     /// other than RSA or EC P-256/384/521. An empty password also tries the absent password, as OpenSSL
     /// and Apple do.
     ///
@@ -54,6 +55,14 @@ package enum PKCS12 {
             X509_free(x509)
             if let stack { OPENSSL_sk_pop_free(stack, x509FreeCallback) }
         }
+        // What a failed PKCS12_parse may have left (it frees the key and certificate itself, not always
+        // the chain), so that a second attempt starts from nothing.
+        func discard() {
+            EVP_PKEY_free(pkey)
+            X509_free(x509)
+            if let stack { OPENSSL_sk_pop_free(stack, x509FreeCallback) }
+            (pkey, x509, stack) = (nil, nil, nil)
+        }
         let outcome = pass.withUnsafeBytes { buffer -> ParseOutcome in
             let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
             let hasMAC = PKCS12_mac_present(p12) == 1
@@ -64,17 +73,19 @@ package enum PKCS12 {
                 guard macOK else { return latchkey_openssl_unavailable_algorithm() == 1 ? .unreadable : .wrongPassword }
             }
             ERR_clear_error()
+            // OpenSSL 3.0's PKCS12_parse reads a file without a MAC only without a passphrase; with one it
+            // fails as for a wrong MAC, which must not be reported as a wrong passphrase.
+            if !hasMAC && password.count > 0 { return .noMAC }
             if PKCS12_parse(p12, text, &pkey, &x509, &stack) == 1 { return .parsed(legacy: false) }
-            // PKCS12_parse frees what it made when it fails, but be sure nothing is left half-set.
-            (pkey, x509, stack) = (nil, nil, nil)
+            discard()
             if latchkey_openssl_unavailable_algorithm() == 1 {
                 if LegacyPKCS12.parse(p12, text, &pkey, &x509, &stack) { return .parsed(legacy: true) }
-                (pkey, x509, stack) = (nil, nil, nil)
+                discard()
                 if latchkey_openssl_unavailable_algorithm() == 1 { return .unreadable }
             }
             ERR_clear_error()
-            // With a MAC that verified, the passphrase is right: the file is damaged. Without one, a failed
-            // decryption is all there is to tell a wrong passphrase by.
+            // With a MAC that verified, the passphrase is right: the file is damaged. Without one (and
+            // without a passphrase), a failed decryption is all there is to tell a wrong passphrase by.
             return hasMAC ? .damaged : .wrongPassword
         }
         ERR_clear_error()
@@ -88,6 +99,8 @@ package enum PKCS12 {
                     + (LegacyPKCS12.isAvailable ? "" : " (OpenSSL's legacy provider could not be loaded)"))
         case .damaged:
             throw CryptoError.invalidInput("the PKCS#12 file does not decrypt although its passphrase is right")
+        case .noMAC:
+            throw CryptoError.unsupported("PKCS#12 files without an integrity MAC are read only without a passphrase")
         }
 
         var key: AsymmetricKey?
@@ -133,6 +146,8 @@ package enum PKCS12 {
         case unreadable
         /// The MAC verified but the contents do not decrypt or decode.
         case damaged
+        /// No MAC, and a passphrase, which OpenSSL cannot use together.
+        case noMAC
     }
 
     /// A PKCS#12 file holding `key`, `certificate` and `chain`, protected by `password`, with
