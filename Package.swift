@@ -165,6 +165,14 @@ let package = Package(
                 "Latchkey", "LatchkeyKeybag", "LatchkeyTransport", "LatchkeyWire", "LatchkeyDBus",
                 "LatchkeyTestSupport", "LatchkeyLog", .product(name: "Logging", package: "swift-log"),
             ]),
+        // Apple's own regression tests (apple-oss-distributions/Security: si-*, secd-*, SecItemTests,
+        // KeychainAPITests, mockaksKeychain), ported to the public library against the real agent; each
+        // check cites its Apple file and test. Resources: Apple's test certificates and PKCS#12 files, and
+        // legacy PKCS#12 files made for these tests. LatchkeyCrypto only for digests of test inputs.
+        .testTarget(
+            name: "LatchkeyAppleConformanceTests",
+            dependencies: ["Latchkey", "LatchkeyCrypto", "LatchkeySecrets", "LatchkeyTestSupport"],
+            resources: [.copy("Resources")]),
         // The D-Bus binding, and the lock watcher, each on private dbus-daemons.
         .testTarget(name: "LatchkeyDBusTests", dependencies: ["LatchkeyDBus", "LatchkeyTestSupport"]),
         .testTarget(

@@ -35,10 +35,11 @@ public final class SecCertificate: @unchecked Sendable, Hashable, CustomStringCo
     public func hash(into hasher: inout Hasher) { hasher.combine(certificate.der) }
 }
 
-/// A certificate from its DER bytes (Apple's `SecCertificateCreateWithData`); nil when the bytes are
-/// not one DER-encoded X.509 certificate.
+/// A certificate from its DER bytes (Apple's `SecCertificateCreateWithData`); nil when the bytes do not
+/// start with a DER-encoded X.509 certificate. Bytes after the certificate are ignored, as Apple's parser
+/// ignores them (`SecCertificateCopyData` then gives the certificate alone).
 public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFData) -> SecCertificate? {
-    guard let certificate = try? X509Certificate(der: Array(data as Data)) else { return nil }
+    guard let certificate = try? X509Certificate(leadingDER: Array(data as Data)) else { return nil }
     return SecCertificate(certificate)
 }
 
@@ -147,6 +148,18 @@ public final class SecIdentity: @unchecked Sendable, Hashable, CustomStringConve
 
     /// Hashes the certificate, which equal identities share.
     public func hash(into hasher: inout Hasher) { hasher.combine(certificate) }
+}
+
+/// An identity made of a certificate and its private key (Apple's `SecIdentityCreate`, a private function
+/// there): nil unless `privateKey` is a private key whose public key is the certificate's. With a key this
+/// process holds (`SecKeyCreateWithData`, `SecPKCS12Import`), this is how a program builds the identity it
+/// adds with `SecItemAdd` and `kSecValueRef`. `allocator` must be nil.
+public func SecIdentityCreate(_ allocator: CFAllocator?, _ certificate: SecCertificate, _ privateKey: SecKey)
+    -> SecIdentity?
+{
+    guard privateKey.reference.isPrivate, privateKey.reference.publicKey == certificate.certificate.publicKeyBytes
+    else { return nil }
+    return SecIdentity(certificate: certificate, privateKey: privateKey)
 }
 
 /// The identity's certificate (Apple's `SecIdentityCopyCertificate`).

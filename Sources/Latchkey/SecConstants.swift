@@ -34,8 +34,9 @@ nonisolated(unsafe) public let kSecMatchPolicy: CFString = SecKeys.matchPolicy a
 /// Apple's `kSecMatchIssuers`. Not implemented: a SecItemCopyMatching query with it
 /// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchIssuers: CFString = SecKeys.matchIssuers as NSString
-/// Apple's `kSecMatchEmailAddressIfPresent`. Not implemented: a SecItemCopyMatching query with it
-/// gives errSecUnimplemented.
+/// Apple's `kSecMatchEmailAddressIfPresent` (a string): certificates and identities one of whose email
+/// addresses (subject or subjectAltName) is this one, whatever the case; ignored for other classes, as in
+/// securityd. A certificate without an address does not match.
 nonisolated(unsafe) public let kSecMatchEmailAddressIfPresent: CFString = SecKeys.matchEmailAddressIfPresent as NSString
 /// Apple's `kSecMatchSubjectContains`. Not implemented: a SecItemCopyMatching query with it
 /// gives errSecUnimplemented.
@@ -55,8 +56,9 @@ nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = SecKeys.matchTru
 /// Apple's `kSecMatchValidOnDate`. Not implemented: a SecItemCopyMatching query with it
 /// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecMatchValidOnDate: CFString = SecKeys.matchValidOnDate as NSString
-/// Apple's `kSecMatchHostOrSubdomainOfHost`. Not implemented: a SecItemCopyMatching query with it
-/// gives errSecUnimplemented.
+/// Apple's `kSecMatchHostOrSubdomainOfHost` (a string): internet passwords whose `kSecAttrServer` is this
+/// host or ends with "." and it, compared exactly (no case folding). errSecUnimplemented for another class,
+/// as securityd's errSecUnsupportedOperation.
 nonisolated(unsafe) public let kSecMatchHostOrSubdomainOfHost: CFString = SecKeys.matchHostOrSubdomainOfHost as NSString
 /// Apple's `kSecReturnData`.
 nonisolated(unsafe) public let kSecReturnData: CFString = SecKeys.returnData as NSString
@@ -96,7 +98,8 @@ nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = SecKeys.
 nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = SecKeys.useDataProtectionKeychain as NSString
 /// Apple's `kSecAttrAccessible`.
 nonisolated(unsafe) public let kSecAttrAccessible: CFString = SecAttr.accessible as NSString
-/// Apple's `kSecAttrAccessControl`. Not implemented yet: errSecUnimplemented.
+/// Apple's `kSecAttrAccessControl`. Not implemented yet: errSecUnimplemented for a SecAccessControl's
+/// serialised data, errSecParam for a value of any other type (Apple's type check).
 nonisolated(unsafe) public let kSecAttrAccessControl: CFString = SecAttr.accessControl as NSString
 /// Apple's `kSecAttrAccessGroup`. Stored and part of uniqueness; items added without one go to
 /// the group `default`. Not enforced yet: every process of the user may use every group.

@@ -37,8 +37,12 @@ nonisolated(unsafe) public let kSecImportItemIdentity: CFString = "identity"
 /// extension, a CFData of UTF-8 bytes is accepted too, so that a caller can wipe it afterwards. A
 /// missing passphrase is the empty one.
 ///
+/// Files encrypted with the legacy ciphers of Keychain Access, older macOS and Windows (RC2-40, 3DES) are
+/// read too, through OpenSSL's legacy provider, which is loaded for this and nothing else.
+///
 /// - Returns: errSecSuccess; errSecAuthFailed (-25293) when the passphrase is wrong; errSecDecode
-///   (-26275) when the data is not a PKCS#12 file or holds a key latchkey cannot use (RSA and EC
+///   (-26275) when the data is not a PKCS#12 file, does not decrypt although its passphrase is right, is
+///   encrypted with a cipher OpenSSL cannot read, or holds a key latchkey cannot use (RSA and EC
 ///   P-256/384/521 are supported); errSecParam for a passphrase of another type.
 ///   `LatchkeyDiagnostics.lastErrorDetail` says more.
 ///
@@ -55,7 +59,9 @@ public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ it
         } catch .wrongPassword {
             throw SecError(SecStatus.authFailed, "the PKCS#12 passphrase is wrong")
         } catch .unsupported(let why) {
-            throw SecError(SecStatus.decode, "the PKCS#12 file holds a key latchkey cannot use: \(why)")
+            // A cipher or a key that cannot be used here; as Apple's p12 decoder reports what it cannot
+            // decode (p12_decodeErr), errSecDecode, never errSecAuthFailed.
+            throw SecError(SecStatus.decode, "latchkey cannot use this PKCS#12 file: \(why)")
         } catch .invalidInput(let why) {
             throw SecError(SecStatus.decode, why)
         } catch {

@@ -227,27 +227,31 @@ public func SecKeyCreateWithData(
     }
 }
 
-/// The key's attributes (Apple's `SecKeyCopyAttributes`): class, type, sizes, application label and
-/// usage flags; `kSecValueData` for a key this process holds. For a keychain key, its item's attributes.
+/// The key's attributes (Apple's `SecKeyCopyAttributes`): the dictionary Apple's key classes give
+/// (SecKey.m `SecKeyCopyAttributeDictionaryWithLocalKey`, SecRSAKey.c, SecECKey.m): `kSecClass`,
+/// `kSecAttrKeyClass` and `kSecAttrKeyType` as Apple's string constants ("1", "42", …), the sizes as
+/// numbers, `kSecAttrApplicationLabel`, the usage flags as booleans, and `kSecValueData`, the key's external
+/// representation. A private key the agent holds has no `kSecValueData` (its bytes never leave the agent)
+/// and its `kSecAttrIsExtractable` is its item's; as on Apple systems, a key read from the keychain
+/// describes the key, not its item (use SecItemCopyMatching for labels and tags).
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
-    if key.local == nil, let ref = key.reference.persistentRef {
-        let response = AgentClient.shared.send(
-            .copyMatching([
-                SecKeys.valuePersistentRef: .data(ref),
-                SecKeys.returnAttributes: .bool(true),
-            ]))
-        guard response.status == SecStatus.success, let value = response.value else { return nil }
-        return ValueBridge.object(value) as? NSDictionary
-    }
-    guard let local = key.local else { return nil }
-    var attributes = key.reference.derivedAttributes(applicationLabel: local.applicationLabel)
-    attributes[SecKeys.itemClass] = .string(SecKeys.classKey)
-    if local.isPrivate {
-        if let bytes = try? local.externalRepresentation() {
-            attributes[SecKeys.valueData] = .data(bytes.unsafeCopyToArray())
+    var attributes: SecDictionary = [:]
+    for (name, value) in key.reference.derivedAttributes(applicationLabel: SHA1.hash(key.reference.publicKey)) {
+        switch name {
+        case SecAttr.keyClass, SecAttr.keyType: attributes[name] = .string(String(value.integerValue ?? 0))
+        case _ where KeyReference.usageFlags.contains(name): attributes[name] = .bool(value.integerValue == 1)
+        default: attributes[name] = value
         }
-    } else {
-        attributes[SecKeys.valueData] = .data(local.publicKeyBytes)
+    }
+    attributes[SecKeys.itemClass] = .string(SecKeys.classKey)
+    if let local = key.local {
+        if local.isPrivate {
+            if let bytes = try? local.externalRepresentation() {
+                attributes[SecKeys.valueData] = .data(bytes.unsafeCopyToArray())
+            }
+        } else {
+            attributes[SecKeys.valueData] = .data(local.publicKeyBytes)
+        }
     }
     return ValueBridge.object(.dictionary(attributes)) as? NSDictionary
 }

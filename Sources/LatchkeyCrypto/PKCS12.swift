@@ -20,10 +20,17 @@ package enum PKCS12 {
         package let friendlyName: String?
     }
 
-    /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC, the
-    /// decryption) fails with `password`, `.invalidInput` for data that is not PKCS#12, and
-    /// `.unsupported` for a key other than RSA or EC P-256/384/521. An empty password also tries the
-    /// absent password, as OpenSSL and Apple do.
+    /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC opened
+    /// without a passphrase, the decryption) fails with `password`, `.invalidInput` for data that is not
+    /// PKCS#12 or does not decrypt although its MAC verifies, and `.unsupported` for a cipher no OpenSSL
+    /// provider can read, a file without a MAC opened with a passphrase (OpenSSL 3.0 cannot), or a key
+    /// other than RSA or EC P-256/384/521. An empty password also tries the absent password, as OpenSSL
+    /// and Apple do.
+    ///
+    /// Files from Apple's Keychain Access, older macOS and Windows encrypt with RC2-40 and 3DES, which
+    /// OpenSSL 3 keeps in its legacy provider. That provider is loaded into a library context of its own
+    /// (`LegacyPKCS12`) and used only when the default algorithms cannot read a file, only for the
+    /// decryption itself: nothing else in the process ever sees RC2, DES or RC4.
     package static func parse(der: [UInt8], password: SecretBytes) throws(CryptoError) -> Contents {
         guard !der.isEmpty, der.count <= maximumSize else {
             throw CryptoError.invalidInput("PKCS#12 size out of range")
@@ -43,28 +50,72 @@ package enum PKCS12 {
 
         let pass = cStringCopy(password)
         var pkey: OpaquePointer?, x509: OpaquePointer?, stack: OpaquePointer?
-        let parsed = pass.withUnsafeBytes { buffer -> Bool in
-            let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
-            if PKCS12_mac_present(p12) == 1 {
-                let macOK =
-                    PKCS12_verify_mac(p12, text, Int32(password.count)) == 1
-                    || (password.count == 0 && PKCS12_verify_mac(p12, nil, 0) == 1)
-                guard macOK else { return false }
-            }
-            return PKCS12_parse(p12, text, &pkey, &x509, &stack) == 1
-        }
-        ERR_clear_error()
         defer {
+            EVP_PKEY_free(pkey)
             X509_free(x509)
             if let stack { OPENSSL_sk_pop_free(stack, x509FreeCallback) }
         }
-        guard parsed else {
+        // What a failed PKCS12_parse may have left (it frees the key and certificate itself, not always
+        // the chain), so that a second attempt starts from nothing.
+        func discard() {
             EVP_PKEY_free(pkey)
-            throw CryptoError.wrongPassword
+            X509_free(x509)
+            if let stack { OPENSSL_sk_pop_free(stack, x509FreeCallback) }
+            (pkey, x509, stack) = (nil, nil, nil)
+        }
+        let outcome = pass.withUnsafeBytes { buffer -> ParseOutcome in
+            let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
+            let hasMAC = PKCS12_mac_present(p12) == 1
+            if hasMAC {
+                let macOK =
+                    PKCS12_verify_mac(p12, text, Int32(password.count)) == 1
+                    || (password.count == 0 && PKCS12_verify_mac(p12, nil, 0) == 1)
+                guard macOK else { return latchkey_openssl_unavailable_algorithm() == 1 ? .unreadable : .wrongPassword }
+            }
+            ERR_clear_error()
+            // OpenSSL 3.0's PKCS12_parse reads a file without a MAC only without a passphrase; with one it
+            // fails as for a wrong MAC, which must not be reported as a wrong passphrase.
+            if !hasMAC && password.count > 0 { return .noMAC }
+            if PKCS12_parse(p12, text, &pkey, &x509, &stack) == 1 { return .parsed(legacy: false) }
+            discard()
+            if latchkey_openssl_unavailable_algorithm() == 1 {
+                if LegacyPKCS12.parse(p12, text, &pkey, &x509, &stack) { return .parsed(legacy: true) }
+                discard()
+                if latchkey_openssl_unavailable_algorithm() == 1 { return .unreadable }
+            }
+            ERR_clear_error()
+            // With a MAC that verified, the passphrase is right: the file is damaged. Without one (and
+            // without a passphrase), a failed decryption is all there is to tell a wrong passphrase by.
+            return hasMAC ? .damaged : .wrongPassword
+        }
+        ERR_clear_error()
+        let legacy: Bool
+        switch outcome {
+        case .parsed(let fromLegacy): legacy = fromLegacy
+        case .wrongPassword: throw CryptoError.wrongPassword
+        case .unreadable:
+            throw CryptoError.unsupported(
+                "the PKCS#12 file is encrypted with a cipher that no OpenSSL provider here can read"
+                    + (LegacyPKCS12.isAvailable ? "" : " (OpenSSL's legacy provider could not be loaded)"))
+        case .damaged:
+            throw CryptoError.invalidInput("the PKCS#12 file does not decrypt although its passphrase is right")
+        case .noMAC:
+            throw CryptoError.unsupported("PKCS#12 files without an integrity MAC are read only without a passphrase")
         }
 
         var key: AsymmetricKey?
-        if let pkey { key = try AsymmetricKey(adopting: pkey) }
+        if let made = pkey {
+            pkey = nil  // adopted: freed by the key from here on
+            let adopted = try AsymmetricKey(adopting: made)
+            // A key decoded in the legacy context is re-made in the default one, so that nothing the
+            // import returns depends on that context.
+            key =
+                legacy
+                ? try AsymmetricKey(
+                    externalRepresentation: adopted.externalRepresentation(), algorithm: adopted.algorithm,
+                    isPrivate: adopted.isPrivate)
+                : adopted
+        }
         var certificates: [X509Certificate] = []
         if let stack {
             for index in 0..<max(0, OPENSSL_sk_num(stack)) {
@@ -85,6 +136,18 @@ package enum PKCS12 {
             certificate = certificates.removeFirst()
         }
         return Contents(key: key, certificate: certificate, additional: certificates, friendlyName: friendlyName)
+    }
+
+    /// How an attempt to open a PKCS#12 file ended.
+    private enum ParseOutcome {
+        case parsed(legacy: Bool)
+        case wrongPassword
+        /// A cipher (or MAC digest) no provider can read.
+        case unreadable
+        /// The MAC verified but the contents do not decrypt or decode.
+        case damaged
+        /// No MAC, and a passphrase, which OpenSSL cannot use together.
+        case noMAC
     }
 
     /// A PKCS#12 file holding `key`, `certificate` and `chain`, protected by `password`, with
@@ -144,6 +207,48 @@ package enum PKCS12 {
         }
         guard let made else { throw opensslError("reading a certificate") }
         return made
+    }
+}
+
+/// OpenSSL's legacy provider (RC2, DES, RC4, …) in a library context of its own, for reading PKCS#12
+/// files and nothing else. The process's default context never loads it, so no other code can select a
+/// legacy algorithm by accident; the context lives as long as the process.
+private enum LegacyPKCS12 {
+    /// The context with the default and legacy providers, or nil when the legacy provider is missing.
+    private static let context: Context = Context()
+
+    private final class Context: @unchecked Sendable {
+        let pointer: OpaquePointer?
+
+        init() {
+            guard let made = OSSL_LIB_CTX_new() else {
+                pointer = nil
+                return
+            }
+            // The default provider too: key derivation, digests and key decoding come from there.
+            guard OSSL_PROVIDER_load(made, "default") != nil, OSSL_PROVIDER_load(made, "legacy") != nil else {
+                OSSL_LIB_CTX_free(made)
+                ERR_clear_error()
+                pointer = nil
+                return
+            }
+            pointer = made
+        }
+    }
+
+    static var isAvailable: Bool { context.pointer != nil }
+
+    /// `PKCS12_parse` with the legacy context as this thread's default library context, for that call
+    /// only (OpenSSL 3 keeps the default context per thread). No Swift code runs while it is in place, so
+    /// nothing else (such as the process's algorithm cache) can be fetched from it.
+    static func parse(
+        _ p12: OpaquePointer, _ password: UnsafePointer<CChar>, _ pkey: inout OpaquePointer?,
+        _ x509: inout OpaquePointer?, _ stack: inout OpaquePointer?
+    ) -> Bool {
+        guard let legacy = context.pointer, let previous = OSSL_LIB_CTX_set0_default(legacy) else { return false }
+        let parsed = PKCS12_parse(p12, password, &pkey, &x509, &stack) == 1
+        _ = OSSL_LIB_CTX_set0_default(previous)
+        return parsed
     }
 }
 

@@ -42,6 +42,19 @@ package struct X509Certificate: Sendable, Equatable {
     private let alternativeEmails: [String]
     private let alternativeDNSNames: [String]
 
+    /// Parses the certificate at the start of `bytes` and ignores what follows it, as Apple's
+    /// `SecCertificateCreateWithData` does (its parser keeps the top-level SEQUENCE and drops the rest;
+    /// Apple's KeychainAPITests carries such a certificate, with a trailing zero byte). `der` is then the
+    /// certificate alone.
+    package init(leadingDER bytes: [UInt8]) throws(CryptoError) {
+        guard !bytes.isEmpty, bytes.count <= Self.maximumSize else {
+            throw CryptoError.invalidInput("certificate size out of range")
+        }
+        var reader = DER.Reader(bytes)
+        let first = try reader.read("certificate")
+        try self.init(der: Array(first.encoded))
+    }
+
     /// Parses one DER certificate. Throws `.invalidInput` for anything else (PEM text, a truncated
     /// certificate, trailing bytes, a certificate request, a malformed Name or date).
     package init(der: [UInt8]) throws(CryptoError) {

@@ -21,7 +21,9 @@ extension ItemRules {
                 scan.protections = held.map { Int($0.rawValue) }
                 rows = try store.rows(matching: scan)
             } else {
-                rows = try store.rows(matching: filter(for: query, hashes: try queryHashes(query), limit: limit))
+                // Filters on the opened item come after the index: a limit there would cut too early.
+                let indexLimit = query.hasItemFilters ? nil : limit
+                rows = try store.rows(matching: filter(for: query, hashes: try queryHashes(query), limit: indexLimit))
             }
         } catch {
             throw EngineErrors.map(error)
@@ -31,7 +33,7 @@ extension ItemRules {
             let item = try ItemSealer.open(row, keys: keys)
             // The index found the row by keyed hashes; the opened attributes must agree, or the index was
             // tampered with and the row is not returned.
-            guard ItemSealer.matches(item, query.attributes) else { continue }
+            guard ItemSealer.matches(item, query.attributes), try Self.passesItemFilters(item, query) else { continue }
             items.append(item)
             if let limit, items.count >= limit { break }
         }
@@ -51,6 +53,34 @@ extension ItemRules {
             if unknown { throw SecError.locked }
         }
         return items
+    }
+
+    /// The filters securityd applies to each item it has read (SecItemServer.c, `SecServerMatch_Item`).
+    ///
+    /// `kSecMatchHostOrSubdomainOfHost`: the server is a string equal to the host, or ending with "." and
+    /// the host; compared code unit by code unit, as `CFEqual` and `CFStringHasSuffix` do (no case folding,
+    /// no Unicode normalisation), and a server stored as data never matches.
+    /// `kSecMatchEmailAddressIfPresent`: one of the certificate's addresses (subject emailAddress and
+    /// subjectAltName rfc822Name) equals the given one without regard to case; a certificate without an
+    /// address does not match.
+    static func passesItemFilters(_ item: OpenItem, _ query: ItemQuery) throws(SecError) -> Bool {
+        if let host = query.hostOrSubdomain {
+            guard case .string(let server)? = item.attributes[SecAttr.server] else { return false }
+            let serverUnits = Array(server.utf16), hostUnits = Array(host.utf16)
+            let subdomainSuffix = Array(".".utf16) + hostUnits
+            guard serverUnits == hostUnits || serverUnits.reversed().starts(with: subdomainSuffix.reversed()) else {
+                return false
+            }
+        }
+        if let address = query.emailAddress {
+            guard item.itemClass == .certificate else { return false }
+            let der = try ItemSealer.openSecret(item)  // a certificate: public, nothing to wipe
+            let wanted = address.lowercased()
+            guard try KeyMaterial.certificate(der).emailAddresses.contains(where: { $0.lowercased() == wanted }) else {
+                return false
+            }
+        }
+        return true
     }
 
     /// A parsed query made ready for matching: what its `kSecValueRef` names, and certificate names

@@ -7,7 +7,12 @@ enum ResultBuilder {
     static func value(for item: OpenItem, returns: ReturnFlags) throws(SecError) -> SecValue? {
         if returns.wantsDictionary {
             var result = returns.attributes ? item.attributes : [:]
-            if returns.data { result[SecKeys.valueData] = .data(try data(of: item)) }
+            if returns.data {
+                // securityd leaves v_Data out of the dictionary of an item that has no data (si-80-empty-data).
+                // The store does not tell "no data" from empty data, so empty data is left out too.
+                let data = try data(of: item)
+                if !data.isEmpty { result[SecKeys.valueData] = .data(data) }
+            }
             if returns.persistentRef { result[SecKeys.valuePersistentRef] = .data(persistentRef(item)) }
             if returns.ref {
                 // securityd adds the class when a ref is asked for; passwords have no object form, so for

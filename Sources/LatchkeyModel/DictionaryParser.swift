@@ -224,7 +224,14 @@ package enum DictionaryParser {
         case SecAttr.synchronizable:
             return .synchronizable(try syncValue(value, query: query))
         case SecAttr.accessControl:
+            // Apple's client checks the type before anything else: a value that is not a SecAccessControl
+            // (whose serialised form is data) is errSecParam (SecItem.m, SecItemAttributesPrepare).
+            guard case .data = value else { throw .param("kSecAttrAccessControl must be a SecAccessControl") }
             throw SecError(SecStatus.unimplemented, "kSecAttrAccessControl is not supported yet")
+        case SecAttr.appClipItem:
+            // securityd refuses its internal attributes in every dictionary (SecItemServer.c,
+            // queryHasValidAttributes): errSecParam, not errSecNoSuchAttr.
+            throw .param("'\(key)' is an internal attribute")
         default:
             // An identity accepts every certificate and every key attribute; the certificate's wins.
             guard let spec = itemClass.attribute(key) ?? (identity ? ItemClass.key.attribute(key) : nil) else {
@@ -273,12 +280,22 @@ package enum DictionaryParser {
             }
         case SecKeys.matchCaseInsensitive, SecKeys.matchItemList:
             return  // recorded but not used by securityd: matching is exact
-        case SecKeys.matchPolicy, SecKeys.matchIssuers, SecKeys.matchEmailAddressIfPresent,
-            SecKeys.matchSubjectContains, SecKeys.matchSubjectStartsWith, SecKeys.matchSubjectEndsWith,
-            SecKeys.matchSubjectWholeString, SecKeys.matchTrustedOnly, SecKeys.matchValidOnDate:
-            throw SecError(SecStatus.unimplemented, "'\(key)' applies to certificates and identities only")
+        case SecKeys.matchPolicy, SecKeys.matchIssuers, SecKeys.matchSubjectContains, SecKeys.matchSubjectStartsWith,
+            SecKeys.matchSubjectEndsWith, SecKeys.matchSubjectWholeString, SecKeys.matchTrustedOnly,
+            SecKeys.matchValidOnDate:
+            throw SecError(SecStatus.unimplemented, "'\(key)' is not supported (it needs SecPolicy or SecTrust)")
         case SecKeys.matchHostOrSubdomainOfHost:
-            throw SecError(SecStatus.unimplemented, "'\(key)' is not supported yet")
+            // securityd: a string, for internet passwords only (errSecUnsupportedOperation, -4, for any
+            // other class; SecItemServer.c, _SecItemCopyMatching).
+            guard case .string(let host) = value else { throw .param("'\(key)' must be a string") }
+            guard itemClass == .internetPassword else {
+                throw SecError(SecStatus.unimplemented, "'\(key)' applies to internet passwords only")
+            }
+            query.hostOrSubdomain = host
+        case SecKeys.matchEmailAddressIfPresent:
+            // securityd: a string; it filters certificates and identities and is ignored for other classes.
+            guard case .string(let address) = value else { throw .param("'\(key)' must be a string") }
+            if itemClass == .certificate { query.emailAddress = address }
         default:
             throw .param("unknown search key '\(key)'")
         }

@@ -79,10 +79,15 @@ package struct KeyReference: Sendable, Equatable {
 
     /// The attributes Apple derives for such a key (secitem-semantics §7.1, `SecKeyCopyAttributes` and
     /// SecItemAdd through `kSecValueRef`): its class, `klbl` (SHA-1 of the public key bytes, which the
-    /// caller computes), type, sizes, and the default usage flags of a private or public key.
+    /// caller computes), type, sizes, and the usage flags, as numbers (what the keychain stores).
+    ///
+    /// The flags are those of Apple's `SecKeyCopyAttributeDictionaryWithLocalKey` (SecKey.m) with the
+    /// changes of its key classes: an RSA key cannot derive and an RSA public key can "decrypt" (its raw
+    /// public operation; SecRSAKey.c), an EC public key cannot derive (SecECKey.m).
     package func derivedAttributes(applicationLabel: [UInt8]) -> SecDictionary {
         let on: SecValue = .int(1)
         let off: SecValue = .int(0)
+        let rsa = keyType == Self.typeRSA
         return [
             SecAttr.keyClass: .int(keyClass),
             SecAttr.applicationLabel: .data(applicationLabel),
@@ -91,10 +96,16 @@ package struct KeyReference: Sendable, Equatable {
             SecAttr.effectiveKeySize: .int(sizeInBits),
             "perm": on, "priv": on, "modi": on, "sens": off, "asen": off, "extr": extractable ? on : off, "next": off,
             "encr": isPrivate ? off : on, "vrfy": isPrivate ? off : on, "wrap": isPrivate ? off : on,
-            "decr": isPrivate ? on : off, "sign": isPrivate ? on : off, "unwp": isPrivate ? on : off,
-            "drve": on, "snrc": off, "vyrc": off,
+            "decr": isPrivate || rsa ? on : off, "sign": isPrivate ? on : off, "unwp": isPrivate ? on : off,
+            "drve": isPrivate && !rsa ? on : off, "snrc": off, "vyrc": off,
         ]
     }
+
+    /// The usage flags among `derivedAttributes`, which `SecKeyCopyAttributes` gives as booleans.
+    package static let usageFlags: Set<String> = [
+        "perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr", "drve", "sign", "vrfy", "snrc", "vyrc",
+        "wrap", "unwp",
+    ]
 }
 
 extension ItemReference {

@@ -103,11 +103,20 @@ package struct ItemQuery: Sendable, Equatable {
     package var keyAttributes: [String: SecValue] = [:]
     /// `kSecValueRef`: the certificate, key or identity the query names.
     package var reference: ItemReference?
+    /// `kSecMatchHostOrSubdomainOfHost` (internet passwords): the server is this host or ends with "." and it.
+    package var hostOrSubdomain: String?
+    /// `kSecMatchEmailAddressIfPresent` (certificates and identities): one of the certificate's email
+    /// addresses is this one, whatever the case.
+    package var emailAddress: String?
 
     package init(itemClass: ItemClass, limit: MatchLimit) {
         self.itemClass = itemClass
         self.limit = limit
     }
+
+    /// Whether the query has filters only the opened item can answer (securityd's `SecServerMatch_Item`),
+    /// so that a limit applies after them rather than to the rows the index finds.
+    package var hasItemFilters: Bool { hostOrSubdomain != nil || emailAddress != nil }
 }
 
 /// A parsed SecItemAdd dictionary.

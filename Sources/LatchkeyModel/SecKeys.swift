@@ -60,6 +60,8 @@ package enum SecKeys {
 package enum SecAttr {
     package static let accessible = "pdmn"
     package static let accessControl = "accc"
+    /// securityd's internal `kSecAttrAppClipItem`, which no caller may pass.
+    package static let appClipItem = "clip"
     package static let accessGroup = "agrp"
     package static let synchronizable = "sync"
     package static let creationDate = "cdat"
