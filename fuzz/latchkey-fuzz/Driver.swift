@@ -60,9 +60,14 @@
         static func writeSeeds(to directory: URL) {
             for target in FuzzTarget.allCases {
                 let folder = directory.appendingPathComponent(target.rawValue)
-                try! FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                for seed in target.seeds {
-                    try! Data(seed.bytes).write(to: folder.appendingPathComponent("seed-\(seed.name)"))
+                do {
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                    for seed in target.seeds {
+                        try Data(seed.bytes).write(to: folder.appendingPathComponent("seed-\(seed.name)"))
+                    }
+                } catch {
+                    FileHandle.standardError.write(Data("latchkey-fuzz: \(folder.path): \(error)\n".utf8))
+                    exit(1)
                 }
                 print("\(folder.path): \(target.seeds.count) seeds")
             }
