@@ -289,8 +289,24 @@ class Sandbox:
             wait_gone(pid)
         return pid
 
+    def stray_agents(self):
+        """Processes whose environment names this sandbox's runtime directory: an agent that never answered
+        hello (one stuck at start-up) is found here. Best effort: the agent is not dumpable, so only root
+        can read its environment."""
+        marker = f"XDG_RUNTIME_DIR={self.runtime}".encode()
+        found = set()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    with open(f"/proc/{entry}/environ", "rb") as environ:
+                        if marker in environ.read().split(b"\0"):
+                            found.add(int(entry))
+                except OSError:
+                    pass
+        return found
+
     def close(self, keep=False):
-        for pid in self.agents:
+        for pid in self.agents | self.stray_agents():
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
