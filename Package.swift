@@ -130,6 +130,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
+        // The fuzz targets (a client's bytes into the agent's frame reader, request decoder and DictionaryParser;
+        // a dictionary into DictionaryParser alone): libFuzzer's entry point in the build scripts/fuzz makes,
+        // a replay and seed tool in the ordinary build. The corpus is fuzz/corpus.
+        .executableTarget(
+            name: "latchkey-fuzz",
+            dependencies: ["LatchkeyWire", "LatchkeyTransport", "LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets"],
+            path: "fuzz/latchkey-fuzz"),
+
         .testTarget(name: "LatchkeySystemTests", dependencies: ["LatchkeySystem", systemPackage]),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(
@@ -144,6 +152,8 @@ let package = Package(
         .testTarget(
             name: "LatchkeyWireTests",
             dependencies: ["LatchkeyWire", "LatchkeyTransport", "LatchkeyValueTestSupport"]),
+        // The fuzz targets without libFuzzer: the corpus replayed, seeded mutations for a fixed time.
+        .testTarget(name: "LatchkeyFuzzTests", dependencies: ["latchkey-fuzz", "LatchkeyValueTestSupport"]),
         // Keychains in temporary directories and a recording access policy, for the tests that drive the
         // engine without a socket or a bus.
         .target(
