@@ -35,6 +35,8 @@ final class LockState: @unchecked Sendable {
     private var storage: Store?
     /// A damaged keybag or store: every operation reports it, naming the file. Nothing is overwritten.
     private var problem: SecError?
+    /// The one Argon2id derivation at a time (create, unlock, password change); taken outside the mutex.
+    private let derivations = DerivationSlot()
 
     /// Opens the keychain in `location` if it exists. Damaged files are reported by every later call,
     /// never repaired or replaced.
@@ -103,13 +105,14 @@ final class LockState: @unchecked Sendable {
             }
         }
         // Argon2id takes a few hundred milliseconds: do it without holding the mutex.
-        let created: (Keybag, ClassKeys)
-        do {
-            created = try Keybag.create(
-                password: password, parameters: parameters,
-                allowWeakParameters: allowWeakParameters)
-        } catch {
-            throw EngineErrors.map(error)
+        let created = try derivations.run { () throws(SecError) -> (Keybag, ClassKeys) in
+            do {
+                return try Keybag.create(
+                    password: password, parameters: parameters,
+                    allowWeakParameters: allowWeakParameters)
+            } catch {
+                throw EngineErrors.map(error)
+            }
         }
         try mutex.locked { () throws(SecError) in
             guard keybag == nil else {
@@ -143,11 +146,12 @@ final class LockState: @unchecked Sendable {
     /// A wrong password is errSecAuthFailed and changes nothing.
     func unlock(password: SecretBytes) throws(SecError) {
         let bag = try currentKeybag()
-        let master: SecretBytes
-        do {
-            master = try bag.deriveMasterKey(password: password)
-        } catch {
-            throw EngineErrors.map(error)
+        let master = try derivations.run { () throws(SecError) -> SecretBytes in
+            do {
+                return try bag.deriveMasterKey(password: password)
+            } catch {
+                throw EngineErrors.map(error)
+            }
         }
         try unlock(masterKey: master, keybag: bag)
     }
@@ -227,15 +231,17 @@ final class LockState: @unchecked Sendable {
     ) throws(SecError) {
         let bag = try currentKeybag()
         let factor = mutex.withLock { deviceFactor }
-        let rewrapped: Keybag
-        do {
-            let master = try bag.deriveMasterKey(password: old)
-            guard bag.verify(masterKey: master) else { throw KeybagError.wrongPassword }
-            rewrapped = try bag.changingPassword(
-                masterKey: master, deviceFactor: factor, newPassword: new,
-                parameters: parameters, allowWeakParameters: allowWeakParameters)
-        } catch {
-            throw EngineErrors.map(error)
+        // Two derivations (the old password's, then the new one's), one slot.
+        let rewrapped = try derivations.run { () throws(SecError) -> Keybag in
+            do {
+                let master = try bag.deriveMasterKey(password: old)
+                guard bag.verify(masterKey: master) else { throw KeybagError.wrongPassword }
+                return try bag.changingPassword(
+                    masterKey: master, deviceFactor: factor, newPassword: new,
+                    parameters: parameters, allowWeakParameters: allowWeakParameters)
+            } catch {
+                throw EngineErrors.map(error)
+            }
         }
         try mutex.locked { () throws(SecError) in
             guard bag == keybag else { throw SecError(SecStatus.authFailed, "the keychain password changed meanwhile") }
