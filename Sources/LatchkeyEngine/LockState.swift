@@ -62,7 +62,9 @@ final class LockState: @unchecked Sendable {
         problem = nil
         do {
             guard fileExists(location.keybagPath) else {
-                if fileExists(location.databasePath) {
+                // An empty database alone is what a creation interrupted before its keybag leaves: it
+                // holds nothing, and the next creation uses it.
+                if fileExists(location.databasePath), !Store.holdsNothing(path: location.databasePath) {
                     problem = SecError(
                         SecStatus.invalidKeychain,
                         "\(location.databasePath) exists but its keybag \(location.keybagPath) is missing; "
@@ -78,7 +80,15 @@ final class LockState: @unchecked Sendable {
             } catch KeybagError.wrongDevice {
                 try keys.install(bag.unlockAlwaysClasses().keys)
             }
-            storage = try Store(path: location.databasePath)
+            // Every creator writes the database before the keybag, so a keybag without one means the
+            // database was lost: a new, empty one would silently stand in for every item.
+            storage = try Store(path: location.databasePath, mustExist: true)
+        } catch StoreError.missingDatabase {
+            problem = SecError(
+                SecStatus.invalidKeychain,
+                "keychain database \(location.databasePath) is missing, but its keybag \(location.keybagPath) is "
+                    + "there: restore the database (and its -wal file, if it had one) from a backup; nothing was "
+                    + "created")
         } catch {
             problem = EngineErrors.map(error)
         }
@@ -115,14 +125,25 @@ final class LockState: @unchecked Sendable {
             }
         }
         try mutex.locked { () throws(SecError) in
+            if let problem { throw problem }
             guard keybag == nil else {
                 throw SecError(SecStatus.duplicateKeychain, "a keychain already exists in \(location.directory)")
             }
+            try makeDirectory(location.directory)
+            // The database first, the keybag last: a keybag is what makes a keychain, and one without its
+            // database is refused as a lost database (`reload`). A crash in between leaves an empty
+            // database, which holds nothing and is used by the next creation.
+            var madeDatabase = false
             do {
-                try makeDirectory(location.directory)
+                madeDatabase = try Store.createEmpty(path: location.databasePath)
                 try created.0.write(to: location.keybagPath)
+            } catch {
+                if madeDatabase { unlink(location.databasePath) }
+                throw EngineErrors.map(error)
+            }
+            do {
                 keybag = created.0
-                storage = try Store(path: location.databasePath)
+                storage = try Store(path: location.databasePath, mustExist: true)
                 try keys.install(created.1.keys)
             } catch {
                 throw EngineErrors.map(error)

@@ -6,12 +6,14 @@ import XCTest
 @testable import Latchkey
 @testable import LatchkeyKeybag
 
-/// Files the agent must refuse rather than use (issue 10, defect 3), through the real agent and the
-/// `latchkey` command: a keybag whose Argon2id cost is beyond the limits. It is reported by path, in
-/// `latchkey status` and in the error of the call that failed, and is never overwritten.
+/// Files the agent must refuse rather than use (issue 10, defects 3 and 4), through the real agent and the
+/// `latchkey` command: a keybag whose Argon2id cost is beyond the limits, a damaged write-ahead log and a
+/// database missing beside its keybag. Each is reported by path, in `latchkey status` and in the error of
+/// the call that failed, and is never overwritten.
 final class RefusedFilesTests: AgentTestCase {
     private var keychainDirectory: String { dataDirectory + "/latchkey" }
     private var keybagPath: String { keychainDirectory + "/keybag" }
+    private var databasePath: String { keychainDirectory + "/keychain.db" }
 
     private func add(_ account: String) -> OSStatus {
         SecItemAdd(
@@ -29,6 +31,15 @@ final class RefusedFilesTests: AgentTestCase {
             verifier: keybag.verifier, alwaysSeed: keybag.alwaysSeed, wrappedKeys: keybag.wrappedKeys,
             deviceBound: keybag.isDeviceBound, origin: keybagPath
         ).write(to: keybagPath)
+    }
+
+    /// Stops the agent the way a crash does, so that its WAL is left as it was.
+    private func killAgent() throws {
+        let pid = try XCTUnwrap(agentPID())
+        kill(pid, SIGKILL)
+        waitForExit(pid)
+        waitUntilNothingListens()
+        AgentClient.shared.resetConnection()
     }
 
     /// `status` names `path` as the problem; reading, adding and unlocking fail with errSecInvalidKeychain
@@ -98,5 +109,66 @@ final class RefusedFilesTests: AgentTestCase {
             "none was refused as busy: \(outputs)")
         XCTAssertEqual(
             outputs.filter { !$0.err.contains("(-25293)") && !$0.err.contains("(-909)") }.count, 0, "\(outputs)")
+    }
+
+    func testAWALOfRandomBytesIsReportedAndNeverOverwritten() throws {
+        try createKeychain()
+        for n in 0..<20 { XCTAssertEqual(add("a\(n)"), errSecSuccess) }
+        try killAgent()
+        let wal = databasePath + "-wal"
+        let size = try Data(contentsOf: URL(fileURLWithPath: wal)).count
+        XCTAssertGreaterThan(size, 0, "the items are in the WAL")
+        var generator = SystemRandomNumberGenerator()
+        let random = Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        try random.write(to: URL(fileURLWithPath: wal))
+        let database = try Data(contentsOf: URL(fileURLWithPath: databasePath))
+
+        try assertRefusedNaming(wal)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: wal)), random, "the WAL was overwritten")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: databasePath)), database)
+    }
+
+    func testAWALWithOneDamagedFrameInTheMiddleIsReported() throws {
+        try createKeychain()
+        for n in 0..<20 { XCTAssertEqual(add("a\(n)"), errSecSuccess) }
+        try killAgent()
+        let wal = databasePath + "-wal"
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: wal)))
+        let frameSize = 24 + (8..<12).reduce(0) { $0 << 8 | Int(bytes[$1]) }
+        let frames = (bytes.count - 32) / frameSize
+        XCTAssertGreaterThan(frames, 20)
+        bytes[32 + (frames / 2) * frameSize + 24 + 200] ^= 0x10
+        try Data(bytes).write(to: URL(fileURLWithPath: wal))
+
+        try assertRefusedNaming(wal)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: wal)), Data(bytes), "the WAL was overwritten")
+    }
+
+    /// And a crash in the middle of adds still reopens cleanly: a torn last frame is not damage.
+    func testATornLastFrameIsNotDamage() throws {
+        try createKeychain()
+        for n in 0..<20 { XCTAssertEqual(add("a\(n)"), errSecSuccess) }
+        try killAgent()
+        let wal = databasePath + "-wal"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: wal))
+        try bytes.prefix(bytes.count - 1000).write(to: URL(fileURLWithPath: wal))
+        let r = try cli(["status"])
+        XCTAssertFalse(r.out.contains("problem:"), r.out)
+        XCTAssertEqual(try cli(["unlock", "--password-stdin"], input: "pw\n").status, 0)
+        XCTAssertEqual(try cli(["find-generic-password", "-s", "svc", "-a", "a18", "-w"]).out, "pw-a18\n")
+    }
+
+    func testAMissingDatabaseIsReportedAndNotCreated() throws {
+        try createKeychain()
+        XCTAssertEqual(add("a1"), errSecSuccess)
+        stopAgent()
+        for suffix in ["", "-wal", "-shm"] { unlink(databasePath + suffix) }
+        let keybag = try Data(contentsOf: URL(fileURLWithPath: keybagPath))
+
+        try assertRefusedNaming(databasePath)
+        let r = try cli(["init", "--password-stdin", "--argon2-memory", "64", "--argon2-time", "1"], input: "x\n")
+        XCTAssertNotEqual(r.status, 0, "init replaced a keychain whose database is missing")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: databasePath), "a database was created")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: keybagPath)), keybag)
     }
 }
