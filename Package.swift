@@ -57,13 +57,16 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        // The keybag's Argon2id limits: pam/keybag_limits.h, the one definition the PAM module and the
+        // agent both read (a module map only; nothing to link).
+        .systemLibrary(name: "CKeybagLimits"),
 
         // System primitives: Locked (the one plain lock) and Monitor (lock and condition), startDetachedThread,
         // Environment, and on swift-system Files (no-follow reads, atomic replacement, FileIdentity) and
         // LocalSocket. Imports nothing of ours.
         .target(name: "LatchkeySystem", dependencies: [systemPackage]),
         .target(name: "LatchkeySecrets", dependencies: ["LatchkeySystem"]),
-        .target(name: "LatchkeyCrypto", dependencies: ["LatchkeySecrets", "COpenSSL", "CArgon2"]),
+        .target(name: "LatchkeyCrypto", dependencies: ["LatchkeySecrets", "COpenSSL", "CArgon2", "CKeybagLimits"]),
         .target(name: "LatchkeyModel", dependencies: ["LatchkeySecrets"]),
         .target(
             name: "LatchkeyKeybag",

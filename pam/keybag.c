@@ -32,8 +32,7 @@ enum {
 	OFF_ENTRIES = 121,
 	ENTRY_LEN = 61,
 	OFF_CHECKSUM = 548,
-	MIN_ANY_VERSION = 44,
-	MAX_MEMORY_KIB = 4194304
+	MIN_ANY_VERSION = 44
 };
 
 void lk_wipe(void *p, size_t n)
@@ -92,12 +91,12 @@ static int sha256(const uint8_t *in, size_t len, uint8_t out[32])
 /* Parameter validation ("Reading", step 8); creating adds the 64 MiB floor unless weak is allowed. */
 int lk_params_ok(uint32_t t, uint32_t m, uint32_t p, int creating, int allow_weak)
 {
-	if (t < 1 || p < 1 || p > 16 || m < 8 * p || m > MAX_MEMORY_KIB)
+	if (t < LK_MIN_T || p < 1 || p > LK_MAX_LANES || m < LK_MIN_KIB_PER_LANE * p || m > LK_MAX_MEMORY_KIB)
 		return 0;
 	return !creating || allow_weak || m >= LK_MIN_CREATE_MEMORY_KIB;
 }
 
-/* The PAM module's own limits (docs/KEYBAG.md, "PAM limits"), on top of lk_params_ok. */
+/* The derivation limits (docs/KEYBAG.md, "Derivation limits", keybag_limits.h), on top of lk_params_ok. */
 int lk_params_pam_ok(uint32_t t, uint32_t m, uint32_t p)
 {
 	return t <= LK_PAM_MAX_T && m <= LK_PAM_MAX_M_KIB && p <= LK_PAM_MAX_P;

@@ -2,6 +2,8 @@
 #ifndef LATCHKEY_H
 #define LATCHKEY_H
 
+#include "keybag_limits.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,17 +19,7 @@ enum {
 	LK_WRAPPED_LEN = 60, /* nonce (12) || ciphertext (32) || tag (16) */
 	LK_CLASSES = 7,
 	LK_KEYBAG_SIZE = 580,
-	LK_FLAG_DEVICE_BOUND = 0x0001,
-	LK_MIN_CREATE_MEMORY_KIB = 65536
-};
-
-/* The Argon2 limits of the PAM module (docs/KEYBAG.md, "PAM limits"). The module derives in root
- * processes (the login, sudo, a display manager) from parameters stored in a file the user can
- * write, so it refuses a keybag beyond these instead of letting its owner hang or starve the host. */
-enum {
-	LK_PAM_MAX_T = 16,
-	LK_PAM_MAX_M_KIB = 1048576, /* 1 GiB */
-	LK_PAM_MAX_P = 8
+	LK_FLAG_DEVICE_BOUND = 0x0001
 };
 
 /* Results of the keybag functions. Never a password-dependent value except LK_WRONG_PASSWORD. */

@@ -23,13 +23,46 @@ static int write_full(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* The empty keychain.db of a new keychain, made before its keybag: the agent refuses a keybag without
+ * its database as a lost database, and initialises an empty one. An empty database that is already
+ * there (a creation interrupted before its keybag) holds nothing and is used; any other database
+ * without a keybag is left to a human (ENOTEMPTY). *made says whether this call created the file. */
+static int empty_database(const char *path, uid_t uid, int *made)
+{
+	char wal[PATH_CAP + sizeof "-wal"];
+	size_t n = strlen(path);
+	struct stat st;
+	int fd;
+
+	*made = 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		(void)fchmod(fd, 0600); /* the umask can only narrow 0600; state it exactly, as the agent does */
+		close(fd);
+		*made = 1;
+		return 0;
+	}
+	if (errno != EEXIST)
+		return errno;
+	if (n >= PATH_CAP)
+		return ENAMETOOLONG;
+	memcpy(wal, path, n);
+	memcpy(wal + n, "-wal", sizeof "-wal");
+	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0 || st.st_uid != uid)
+		return ENOTEMPTY;
+	/* A log beside an empty main file can hold the whole database (nothing checkpointed yet). */
+	if (lstat(wal, &st) == 0 ? st.st_size != 0 : errno != ENOENT)
+		return ENOTEMPTY;
+	return 0;
+}
+
 /* Runs as the user. Only async-signal-safe calls (the child of a possibly threaded process). */
 static int job_run(const struct lk_user *u, struct job *j)
 {
 	uint8_t current[LK_KEYBAG_SIZE + 1];
 	struct stat st;
 	size_t n = 0;
-	int rc;
+	int rc, made;
 
 	switch (j->kind) {
 	case JOB_READ:
@@ -42,12 +75,13 @@ static int job_run(const struct lk_user *u, struct job *j)
 		lk_wipe(current, sizeof current);
 		return rc != 0 ? rc : lk_write_atomic(j->path, j->suffix, j->data, j->len, 1);
 	case JOB_CREATE:
-		/* A database without a keybag would be orphaned by a new keybag: leave it to a human. */
-		if ((rc = lk_mkdirs(j->dir, 0700)) != 0)
+		if ((rc = lk_mkdirs(j->dir, 0700)) != 0 || (rc = empty_database(j->database, u->uid, &made)) != 0)
 			return rc;
-		if (lstat(j->database, &st) == 0 || errno != ENOENT)
-			return ENOTEMPTY;
-		return lk_write_atomic(j->path, j->suffix, j->data, j->len, 0);
+		rc = lk_write_atomic(j->path, j->suffix, j->data, j->len, 0);
+		/* Not after EEXIST: the keybag that appeared meanwhile is another creator's, and so is the database. */
+		if (rc != 0 && rc != LK_DIR_NOT_SYNCED && rc != EEXIST && made)
+			unlink(j->database);
+		return rc;
 	case JOB_MARKER:
 		if (lstat(j->dir, &st) != 0)
 			return errno;

@@ -1,4 +1,5 @@
 internal import CArgon2
+internal import CKeybagLimits
 import LatchkeySecrets
 
 /// Argon2id cost parameters, stored in the keybag header (docs/KEYBAG.md).
@@ -17,17 +18,29 @@ package struct Argon2Parameters: Sendable, Equatable, Codable {
     /// the 64 MiB floor.
     package static let `default` = Argon2Parameters(timeCost: 2, memoryKiB: 262_144, parallelism: 2)
 
+    // The limits come from pam/keybag_limits.h, which pam_latchkey compiles too: one definition, so the
+    // agent and the module never disagree about which keybag they derive from (docs/KEYBAG.md).
+
     /// The least memory `Keybag.create` accepts unless weak parameters are explicitly allowed
     /// (64 MiB, RFC 9106's second recommended option). `validate()` itself only enforces what
     /// libargon2 needs, so tests can use cheap parameters.
-    package static let minimumMemoryKiB: UInt32 = 65536
+    package static let minimumMemoryKiB = UInt32(LK_MIN_CREATE_MEMORY_KIB)
 
     /// Largest memory `validate()` accepts (4 GiB): more would make a stored keybag impossible to
     /// open on ordinary machines, which is indistinguishable from data loss.
-    package static let maximumMemoryKiB: UInt32 = 4 * 1024 * 1024
+    package static let maximumMemoryKiB = UInt32(LK_MAX_MEMORY_KIB)
 
     /// Largest parallelism `validate()` accepts.
-    package static let maximumParallelism: UInt32 = 16
+    package static let maximumParallelism = UInt32(LK_MAX_LANES)
+
+    /// The most passes any derivation runs (16). With the two below, the derivation limits: the
+    /// parameters come from a file anything running as the user can write, and a derivation cannot be
+    /// interrupted, so nothing beyond them is ever derived (`checkDerivationLimits()`).
+    package static let maximumDerivationTimeCost = UInt32(LK_PAM_MAX_T)
+    /// The most memory any derivation takes (1 GiB).
+    package static let maximumDerivationMemoryKiB = UInt32(LK_PAM_MAX_M_KIB)
+    /// The most lanes any derivation uses (8).
+    package static let maximumDerivationParallelism = UInt32(LK_PAM_MAX_P)
 
     /// Parameters as given; call `validate()` before use.
     package init(timeCost: UInt32, memoryKiB: UInt32, parallelism: UInt32) {
@@ -38,17 +51,39 @@ package struct Argon2Parameters: Sendable, Equatable, Codable {
 
     /// Rejects parameters libargon2 cannot run or that no sane keybag would contain: `timeCost` 0,
     /// `parallelism` 0 or above 16, memory below 8 KiB per lane (Argon2's own minimum) or above 4 GiB.
-    /// Throws `CryptoError.invalidInput`. Does not apply the 64 MiB creation floor.
+    /// Throws `CryptoError.invalidInput`. Does not apply the 64 MiB creation floor, nor the derivation
+    /// limits (a keybag beyond them is intact, only refused).
     package func validate() throws {
-        guard timeCost >= 1 else { throw CryptoError.invalidInput("Argon2 time cost must be at least 1") }
+        guard timeCost >= UInt32(LK_MIN_T) else {
+            throw CryptoError.invalidInput("Argon2 time cost must be at least 1")
+        }
         guard parallelism >= 1, parallelism <= Self.maximumParallelism else {
             throw CryptoError.invalidInput("Argon2 parallelism must be 1...\(Self.maximumParallelism)")
         }
-        guard UInt64(memoryKiB) >= 8 * UInt64(parallelism) else {
+        guard UInt64(memoryKiB) >= UInt64(LK_MIN_KIB_PER_LANE) * UInt64(parallelism) else {
             throw CryptoError.invalidInput("Argon2 memory must be at least 8 KiB per lane")
         }
         guard memoryKiB <= Self.maximumMemoryKiB else {
             throw CryptoError.invalidInput("Argon2 memory must be at most 4 GiB")
+        }
+    }
+
+    /// Whether a derivation with these parameters stays within the derivation limits.
+    package var isWithinDerivationLimits: Bool {
+        timeCost <= Self.maximumDerivationTimeCost && memoryKiB <= Self.maximumDerivationMemoryKiB
+            && parallelism <= Self.maximumDerivationParallelism
+    }
+
+    /// The derivation limits, as a sentence for error messages.
+    package static let derivationLimitsText =
+        "t ≤ \(maximumDerivationTimeCost), m ≤ \(maximumDerivationMemoryKiB) KiB, p ≤ \(maximumDerivationParallelism)"
+
+    /// Throws `CryptoError.invalidInput` for parameters beyond the derivation limits.
+    package func checkDerivationLimits() throws {
+        guard isWithinDerivationLimits else {
+            throw CryptoError.invalidInput(
+                "Argon2 parameters t=\(timeCost) m=\(memoryKiB) KiB p=\(parallelism) beyond the limits "
+                    + "(\(Self.derivationLimitsText))")
         }
     }
 }
@@ -76,6 +111,8 @@ package enum Argon2id {
         parameters: Argon2Parameters, length: Int
     ) throws -> SecretBytes {
         try parameters.validate()
+        // libargon2 cannot be interrupted once it runs: the limits are what bound a derivation.
+        try parameters.checkDerivationLimits()
         guard length >= 4, length <= Int(UInt32.max) else {
             throw CryptoError.invalidInput("Argon2 output length out of range")
         }

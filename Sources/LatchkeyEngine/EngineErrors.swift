@@ -29,7 +29,7 @@ enum EngineErrors {
                 return SecError(SecStatus.duplicateItem)
             case .notFound:
                 return SecError(SecStatus.itemNotFound)
-            case .corrupt, .notAKeychainDatabase, .newerSchema:
+            case .corrupt, .notAKeychainDatabase, .newerSchema, .damagedWAL, .missingDatabase:
                 return SecError(SecStatus.invalidKeychain, error.description)
             case .sqlite(let code, _, _):
                 switch code & 0xFF {

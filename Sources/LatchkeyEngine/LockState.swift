@@ -35,6 +35,8 @@ final class LockState: @unchecked Sendable {
     private var storage: Store?
     /// A damaged keybag or store: every operation reports it, naming the file. Nothing is overwritten.
     private var problem: SecError?
+    /// The one Argon2id derivation at a time (create, unlock, password change); taken outside the mutex.
+    private let derivations = DerivationSlot()
 
     /// Opens the keychain in `location` if it exists. Damaged files are reported by every later call,
     /// never repaired or replaced.
@@ -60,7 +62,9 @@ final class LockState: @unchecked Sendable {
         problem = nil
         do {
             guard fileExists(location.keybagPath) else {
-                if fileExists(location.databasePath) {
+                // An empty database alone is what a creation interrupted before its keybag leaves: it
+                // holds nothing, and the next creation uses it.
+                if fileExists(location.databasePath), !Store.holdsNothing(path: location.databasePath) {
                     problem = SecError(
                         SecStatus.invalidKeychain,
                         "\(location.databasePath) exists but its keybag \(location.keybagPath) is missing; "
@@ -76,7 +80,15 @@ final class LockState: @unchecked Sendable {
             } catch KeybagError.wrongDevice {
                 try keys.install(bag.unlockAlwaysClasses().keys)
             }
-            storage = try Store(path: location.databasePath)
+            // Every creator writes the database before the keybag, so a keybag without one means the
+            // database was lost: a new, empty one would silently stand in for every item.
+            storage = try Store(path: location.databasePath, mustExist: true)
+        } catch StoreError.missingDatabase {
+            problem = SecError(
+                SecStatus.invalidKeychain,
+                "keychain database \(location.databasePath) is missing, but its keybag \(location.keybagPath) is "
+                    + "there: restore the database (and its -wal file, if it had one) from a backup; nothing was "
+                    + "created")
         } catch {
             problem = EngineErrors.map(error)
         }
@@ -103,23 +115,35 @@ final class LockState: @unchecked Sendable {
             }
         }
         // Argon2id takes a few hundred milliseconds: do it without holding the mutex.
-        let created: (Keybag, ClassKeys)
-        do {
-            created = try Keybag.create(
-                password: password, parameters: parameters,
-                allowWeakParameters: allowWeakParameters)
-        } catch {
-            throw EngineErrors.map(error)
+        let created = try derivations.run { () throws(SecError) -> (Keybag, ClassKeys) in
+            do {
+                return try Keybag.create(
+                    password: password, parameters: parameters,
+                    allowWeakParameters: allowWeakParameters)
+            } catch {
+                throw EngineErrors.map(error)
+            }
         }
         try mutex.locked { () throws(SecError) in
+            if let problem { throw problem }
             guard keybag == nil else {
                 throw SecError(SecStatus.duplicateKeychain, "a keychain already exists in \(location.directory)")
             }
+            try makeDirectory(location.directory)
+            // The database first, the keybag last: a keybag is what makes a keychain, and one without its
+            // database is refused as a lost database (`reload`). A crash in between leaves an empty
+            // database, which holds nothing and is used by the next creation.
+            var madeDatabase = false
             do {
-                try makeDirectory(location.directory)
+                madeDatabase = try Store.createEmpty(path: location.databasePath)
                 try created.0.write(to: location.keybagPath)
+            } catch {
+                if madeDatabase { unlink(location.databasePath) }
+                throw EngineErrors.map(error)
+            }
+            do {
                 keybag = created.0
-                storage = try Store(path: location.databasePath)
+                storage = try Store(path: location.databasePath, mustExist: true)
                 try keys.install(created.1.keys)
             } catch {
                 throw EngineErrors.map(error)
@@ -143,11 +167,12 @@ final class LockState: @unchecked Sendable {
     /// A wrong password is errSecAuthFailed and changes nothing.
     func unlock(password: SecretBytes) throws(SecError) {
         let bag = try currentKeybag()
-        let master: SecretBytes
-        do {
-            master = try bag.deriveMasterKey(password: password)
-        } catch {
-            throw EngineErrors.map(error)
+        let master = try derivations.run { () throws(SecError) -> SecretBytes in
+            do {
+                return try bag.deriveMasterKey(password: password)
+            } catch {
+                throw EngineErrors.map(error)
+            }
         }
         try unlock(masterKey: master, keybag: bag)
     }
@@ -227,15 +252,17 @@ final class LockState: @unchecked Sendable {
     ) throws(SecError) {
         let bag = try currentKeybag()
         let factor = mutex.withLock { deviceFactor }
-        let rewrapped: Keybag
-        do {
-            let master = try bag.deriveMasterKey(password: old)
-            guard bag.verify(masterKey: master) else { throw KeybagError.wrongPassword }
-            rewrapped = try bag.changingPassword(
-                masterKey: master, deviceFactor: factor, newPassword: new,
-                parameters: parameters, allowWeakParameters: allowWeakParameters)
-        } catch {
-            throw EngineErrors.map(error)
+        // Two derivations (the old password's, then the new one's), one slot.
+        let rewrapped = try derivations.run { () throws(SecError) -> Keybag in
+            do {
+                let master = try bag.deriveMasterKey(password: old)
+                guard bag.verify(masterKey: master) else { throw KeybagError.wrongPassword }
+                return try bag.changingPassword(
+                    masterKey: master, deviceFactor: factor, newPassword: new,
+                    parameters: parameters, allowWeakParameters: allowWeakParameters)
+            } catch {
+                throw EngineErrors.map(error)
+            }
         }
         try mutex.locked { () throws(SecError) in
             guard bag == keybag else { throw SecError(SecStatus.authFailed, "the keychain password changed meanwhile") }

@@ -135,22 +135,13 @@ package struct Keybag: Sendable, Equatable, CustomStringConvertible {
         if !allowWeak, parameters.memoryKiB < Argon2Parameters.minimumMemoryKiB {
             throw KeybagError.weakParameters("memory below \(Argon2Parameters.minimumMemoryKiB) KiB")
         }
-        // pam_latchkey derives inside root login processes from a file the user controls, so it
-        // refuses anything above these limits; never write a keybag it would refuse.
-        guard parameters.timeCost <= Keybag.maximumTimeCost, parameters.memoryKiB <= Keybag.maximumMemoryKiB,
-            parameters.parallelism <= Keybag.maximumParallelism
-        else {
+        // pam_latchkey and the agent refuse a keybag beyond the derivation limits (docs/KEYBAG.md
+        // "Derivation limits"); never write one.
+        guard parameters.isWithinDerivationLimits else {
             throw KeybagError.weakParameters(
-                "Argon2 parameters above the login limits (t ≤ \(Keybag.maximumTimeCost), "
-                    + "m ≤ \(Keybag.maximumMemoryKiB) KiB, p ≤ \(Keybag.maximumParallelism))")
+                "Argon2 parameters above the derivation limits (\(Argon2Parameters.derivationLimitsText))")
         }
     }
-
-    /// The largest Argon2id parameters a new keybag or password change may use: what pam_latchkey
-    /// accepts from a keybag (docs/KEYBAG.md "Parameter validation").
-    package static let maximumTimeCost: UInt32 = 16
-    package static let maximumMemoryKiB: UInt32 = 1_048_576
-    package static let maximumParallelism: UInt32 = 8
 
     // MARK: Unlocking
 

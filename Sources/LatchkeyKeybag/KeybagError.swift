@@ -1,3 +1,5 @@
+import LatchkeyCrypto
+
 /// Why a keybag could not be read, unlocked or written.
 ///
 /// Descriptions name the file and the problem, never a password, key or file byte, because they are
@@ -25,6 +27,9 @@ package enum KeybagError: Error, Equatable, CustomStringConvertible {
     case deviceFactorRequired(path: String)
     /// Argon2 parameters rejected for a new keybag or password; the string says which rule.
     case weakParameters(String)
+    /// An intact keybag whose Argon2id cost is beyond the derivation limits (docs/KEYBAG.md): refused
+    /// without deriving, as pam_latchkey refuses it. latchkey never writes one.
+    case costRefused(path: String, parameters: Argon2Parameters)
 
     /// A one-line, secret-free explanation.
     package var description: String {
@@ -37,6 +42,10 @@ package enum KeybagError: Error, Equatable, CustomStringConvertible {
         case .wrongPassword: "wrong keychain password"
         case .io(let path, let code): "keybag I/O error on \(path): \(KeybagError.errnoText(code)) (errno \(code))"
         case .weakParameters(let reason): "Argon2 parameters rejected: \(reason)"
+        case .costRefused(let path, let p):
+            "keybag refused: its Argon2id cost (t=\(p.timeCost), m=\(p.memoryKiB) KiB, p=\(p.parallelism)) is "
+                + "beyond the limits latchkey and pam_latchkey derive with (\(Argon2Parameters.derivationLimitsText)); "
+                + "latchkey never writes such a keybag, and it was left untouched: \(path)"
         case .wrongDevice(let path):
             "the keychain's ThisDeviceOnly classes belong to another machine or user (the device factor does not open them): \(path)"
         case .deviceFactorRequired(let path):

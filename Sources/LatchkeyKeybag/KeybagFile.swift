@@ -15,6 +15,10 @@ extension Keybag {
 
     /// Reads and validates the keybag at `path` without modifying it. Refuses to follow a symbolic
     /// link in the last component (`O_NOFOLLOW`), so a planted link cannot redirect the agent.
+    ///
+    /// A keybag whose Argon2id cost is beyond the derivation limits is `.costRefused`: `parse` accepts it
+    /// (so does pam/keybag.c's lk_parse, the format allows it), but whoever loads a keybag loads it to
+    /// derive from it, and pam_latchkey refuses such a file at the same point.
     package static func load(path: String) throws -> Keybag {
         // Files.read never blocks on a FIFO planted in place of the keybag (it is refused as not a regular
         // file), and reads one byte past the cap so that a larger file is seen as such by `parse`.
@@ -28,7 +32,11 @@ extension Keybag {
             case .notRegularFile, .wrongOwner: throw KeybagError.notAKeybag(path: path)
             }
         }
-        return try parse(bytes, path: path)
+        let keybag = try parse(bytes, path: path)
+        guard keybag.parameters.isWithinDerivationLimits else {
+            throw KeybagError.costRefused(path: path, parameters: keybag.parameters)
+        }
+        return keybag
     }
 
     /// Atomically replaces (or creates) the keybag at `path`; the parent directory must exist.

@@ -41,6 +41,19 @@ enum Opening {
             message: "\(path): cannot create: \(String(cString: strerror(code)))", sql: nil)
     }
 
+    /// Whether anything is at `path`, a dangling symbolic link included (`lstat`).
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// The size of the regular file at `path`; nil when there is none (nothing, or something else).
+    static func regularFileSize(_ path: String) -> Int? {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int(info.st_size)
+    }
+
     /// Connection settings that change no file contents, so they are safe before validation.
     private static func configure(_ connection: Connection) throws {
         let db = try connection.openHandle()

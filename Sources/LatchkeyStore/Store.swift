@@ -18,13 +18,18 @@ public final class Store: @unchecked Sendable {
     /// SQL text per filter shape, so a lookup does not rebuild its SQL string each time.
     private var sqlByShape: [QueryShape: String] = [:]
 
-    /// Opens the keychain database at `path`, creating it (mode 0600) if it does not exist.
+    /// Opens the keychain database at `path`, creating it (mode 0600) if it does not exist, unless
+    /// `mustExist`: then a missing database is `.missingDatabase`, and nothing is created.
     ///
     /// The directory must already exist. An existing file is used only if it is a latchkey
-    /// database whose migrations this build knows, or an empty file; otherwise this throws
-    /// `.corrupt`, `.notAKeychainDatabase` or `.newerSchema` and leaves the file untouched.
-    public init(path: String) throws {
+    /// database whose migrations this build knows, or an empty file, and if its write-ahead log is not
+    /// damaged; otherwise this throws `.corrupt`, `.notAKeychainDatabase`, `.newerSchema` or
+    /// `.damagedWAL` and leaves the files untouched: the log is checked before SQLite opens anything,
+    /// since SQLite would drop what a damaged log holds and overwrite it.
+    public init(path: String, mustExist: Bool = false) throws {
         self.path = path
+        if mustExist, !Opening.exists(path) { throw StoreError.missingDatabase(path: path) }
+        try WALCheck.check(databasePath: path)
         _ = try Opening.createIfMissing(path)
         connection = try Connection(path: path)
         do {
@@ -37,6 +42,25 @@ public final class Store: @unchecked Sendable {
     }
 
     deinit { connection.close() }
+
+    /// Creates an empty database file (mode 0600) at `path` for a new keychain, or returns false when
+    /// one that holds nothing is there already (`holdsNothing`). Any other file at `path` is
+    /// `.notAKeychainDatabase`, left untouched. The first `Store(path:)` initialises the file; creating
+    /// it first lets a keychain's creator make the database before the keybag, so that a keybag never
+    /// exists without its database.
+    public static func createEmpty(path: String) throws -> Bool {
+        if try Opening.createIfMissing(path) { return true }
+        guard holdsNothing(path: path) else { throw StoreError.notAKeychainDatabase(path: path) }
+        return false
+    }
+
+    /// Whether `path` is an empty regular file without a write-ahead log that holds anything: what a
+    /// creation interrupted before its keybag was written leaves, or what `createEmpty` made.
+    public static func holdsNothing(path: String) -> Bool {
+        guard Opening.regularFileSize(path) == 0 else { return false }
+        // A log beside an empty main file can hold the whole database (nothing checkpointed yet).
+        return !Opening.exists(path + "-wal") || Opening.regularFileSize(path + "-wal") == 0
+    }
 
     /// Inserts `row` and its index hashes atomically; returns the new row id.
     /// Throws `.duplicate` if (itemClass, uniqueHash) or the persistent reference already exists.

@@ -13,6 +13,13 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// The file is a valid SQLite database that belongs to something else (its application_id is
     /// not latchkey's and it already has tables). Left untouched.
     case notAKeychainDatabase(path: String)
+    /// The database's write-ahead log (`path`, the database's path with `-wal`) is damaged: SQLite would
+    /// drop the committed changes it holds and overwrite it at the next write (docs/STORE.md, "The
+    /// write-ahead log"). Neither file is opened or changed.
+    case damagedWAL(path: String, reason: String)
+    /// The database does not exist although the caller said it must (its keybag does): it is not
+    /// created again.
+    case missingDatabase(path: String)
     /// The database records a migration this build does not know: it was written by a newer
     /// latchkey. Left untouched, so the newer version keeps working.
     case newerSchema(path: String, migration: String)
@@ -31,6 +38,13 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
             return "keychain database \(path) is unreadable or corrupt (\(reason)); it was left untouched"
         case .notAKeychainDatabase(let path):
             return "\(path) is an SQLite database that does not belong to latchkey; it was left untouched"
+        case .damagedWAL(let path, let reason):
+            return
+                "write-ahead log \(path) is damaged (\(reason)); it holds changes that are not in the database yet, "
+                + "so the keychain was not opened and neither file was changed (restore it from a backup, or move "
+                + "it away to open the database without those changes)"
+        case .missingDatabase(let path):
+            return "keychain database \(path) is missing; it was not created again"
         case .newerSchema(let path, let migration):
             return
                 "keychain database \(path) was written by a newer latchkey (unknown migration \"\(migration)\"); it was left untouched"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Latchkey
+import LatchkeyCrypto
 import LatchkeySecrets
 
 /// `latchkey init`: creates the keychain.
@@ -29,35 +30,48 @@ struct InitCommand: ParsableCommand {
 
     @Option(
         name: .customLong("argon2-memory"),
-        help: ArgumentHelp("Argon2id memory in MiB (at least 64, at most 1024; default 256).", valueName: "MiB"))
+        help: ArgumentHelp(
+            "Argon2id memory in MiB (at least \(InitCommand.minimumMiB), at most \(InitCommand.maximumMiB); default 256).",
+            valueName: "MiB"))
     var memoryMiB: UInt32?
 
     @Option(
         name: .customLong("argon2-time"),
-        help: ArgumentHelp("Argon2id passes over memory, 1 to 16 (default 2).", valueName: "N"))
+        help: ArgumentHelp(
+            "Argon2id passes over memory, 1 to \(Argon2Parameters.maximumDerivationTimeCost) (default 2).",
+            valueName: "N"))
     var timeCost: UInt32?
 
     @Option(
         name: .customLong("argon2-parallelism"),
-        help: ArgumentHelp("Argon2id lanes, 1 to 8 (default 2).", valueName: "N"))
+        help: ArgumentHelp(
+            "Argon2id lanes, 1 to \(Argon2Parameters.maximumDerivationParallelism) (default 2).", valueName: "N"))
     var parallelism: UInt32?
 
     /// Lets tests create keychains with cheap parameters; never for real keychains.
     @Flag(name: .customLong("allow-weak-argon2"), help: .hidden)
     var allowWeak = false
 
+    // The agent's limits (pam/keybag_limits.h, through LatchkeyCrypto), checked here too so that a
+    // mistyped option is a usage error before any password is asked for.
+    private static let minimumMiB = Argon2Parameters.minimumMemoryKiB / 1024
+    private static let maximumMiB = Argon2Parameters.maximumDerivationMemoryKiB / 1024
+
     func validate() throws {
         if let memoryMiB {
-            guard memoryMiB <= 1024 else { throw ValidationError("--argon2-memory must be at most 1024 MiB") }
-            guard memoryMiB >= 64 || (allowWeak && memoryMiB >= 1) else {
-                throw ValidationError("--argon2-memory must be at least 64 MiB")
+            guard memoryMiB <= Self.maximumMiB else {
+                throw ValidationError("--argon2-memory must be at most \(Self.maximumMiB) MiB")
+            }
+            guard memoryMiB >= Self.minimumMiB || (allowWeak && memoryMiB >= 1) else {
+                throw ValidationError("--argon2-memory must be at least \(Self.minimumMiB) MiB")
             }
         }
-        if let timeCost, !(1...16).contains(timeCost) {
-            throw ValidationError("--argon2-time must be between 1 and 16")
+        if let timeCost, !(1...Argon2Parameters.maximumDerivationTimeCost).contains(timeCost) {
+            throw ValidationError("--argon2-time must be between 1 and \(Argon2Parameters.maximumDerivationTimeCost)")
         }
-        if let parallelism, !(1...8).contains(parallelism) {
-            throw ValidationError("--argon2-parallelism must be between 1 and 8")
+        if let parallelism, !(1...Argon2Parameters.maximumDerivationParallelism).contains(parallelism) {
+            throw ValidationError(
+                "--argon2-parallelism must be between 1 and \(Argon2Parameters.maximumDerivationParallelism)")
         }
     }
 
