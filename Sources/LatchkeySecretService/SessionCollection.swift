@@ -70,7 +70,21 @@ final class SessionCollection {
 
     /// The ids of the items whose attributes include every pair of `query`, in the order they were made.
     func search(_ query: SecretAttributes) -> [[UInt8]] {
-        items.filter { $0.attributes.contains(query) }.map(\.id)
+        items.filter { Self.includes($0.attributes, query) }.map(\.id)
+    }
+
+    /// Whether `attributes` has every pair of `query`: one merge of the two name-sorted lists, so that a
+    /// search of a full collection with a full query costs what they hold, not its product.
+    static func includes(_ attributes: SecretAttributes, _ query: SecretAttributes) -> Bool {
+        let have = attributes.pairs
+        guard query.count <= have.count else { return false }
+        var k = 0
+        for wanted in query.pairs {
+            while k < have.count, have[k].name.utf8.lexicographicallyPrecedes(wanted.name.utf8) { k += 1 }
+            guard k < have.count, have[k] == wanted else { return false }
+            k += 1
+        }
+        return true
     }
 
     func setLabel(_ label: String) throws(SecError) {
@@ -129,19 +143,23 @@ final class SessionCollection {
             item.sealed = try engine.sealInMemory(secret.value, salt: salt, aad: id)
             item.contentType = secret.contentType
         }
+        var replaced = items[index].sealed
         item.modified = max(item.modified, Self.now())
         guard bytes - items[index].size + item.size <= Self.maxBytes else {
             throw Self.full("at most \(Self.maxBytes >> 20) MiB")
         }
         bytes += item.size - items[index].size
         items[index] = item
+        // The old secret sealed: ciphertext, but it would open while the class key is held again.
+        if secret != nil { SecretBytes.wipe(&replaced) }
     }
 
     /// Deletes an item (locked or not, as any item); errSecItemNotFound when there is none.
     func delete(_ id: [UInt8]) throws(SecError) {
         guard let index = items.firstIndex(where: { $0.id == id }) else { throw .notFound }
         bytes -= items[index].size
-        items.remove(at: index)
+        var removed = items.remove(at: index)
+        SecretBytes.wipe(&removed.sealed)
     }
 
     private static func full(_ what: String) -> BusError {
