@@ -11,6 +11,9 @@ struct KeyState {
     private var classKeys: [ProtectionClass: SecretBytes] = [:]
     /// HMAC key for the lookup and uniqueness hashes; available exactly while AfterFirstUnlock is.
     private(set) var indexKey: IndexKey?
+    /// The Secret Service's lookup keys, kept after AfterFirstUnlock is dropped (see
+    /// `SecretServiceLookupKeys`); nil until AfterFirstUnlock was first installed.
+    private(set) var secretServiceLookup: SecretServiceLookupKeys?
     /// Private keys imported for key operations, each dropped with the class key of its item (shared
     /// by every copy of this state: see `PrivateKeyCache`).
     let privateKeys = PrivateKeyCache()
@@ -38,12 +41,16 @@ struct KeyState {
     mutating func install(_ keys: [ProtectionClass: SecretBytes]) throws {
         for (cls, key) in keys { classKeys[cls] = key }
         if indexKey == nil, let afterFirstUnlock = classKeys[.afterFirstUnlock] {
-            indexKey = try IndexKey(afterFirstUnlock: afterFirstUnlock)
+            let derived = try IndexKey(afterFirstUnlock: afterFirstUnlock)
+            indexKey = derived
+            if secretServiceLookup == nil {
+                secretServiceLookup = try SecretServiceLookupKeys(afterFirstUnlock: afterFirstUnlock, indexKey: derived)
+            }
         }
     }
 
-    /// Drops the WhenUnlocked family (screen lock), or every password-protected key (logout).
-    /// Returns whether any key was held (and so dropped).
+    /// Drops the WhenUnlocked family (screen lock), or every password-protected key (logout); the
+    /// Secret Service's lookup keys stay. Returns whether any key was held (and so dropped).
     @discardableResult
     mutating func drop(all: Bool) -> Bool {
         var dropped = false
@@ -59,6 +66,7 @@ struct KeyState {
     mutating func dropEverything() {
         classKeys.removeAll()
         indexKey = nil
+        secretServiceLookup = nil
         privateKeys.removeAll()
     }
 }

@@ -54,7 +54,9 @@ final class LockState: @unchecked Sendable {
     /// Which keys are held now.
     func heldKeys() -> HeldKeys {
         mutex.withLock {
-            HeldKeys(classes: Set(ProtectionClass.allCases.filter(keys.isAvailable)), indexKey: keys.indexKey != nil)
+            HeldKeys(
+                classes: Set(ProtectionClass.allCases.filter(keys.isAvailable)), indexKey: keys.indexKey != nil,
+                secretServiceLookup: keys.secretServiceLookup != nil)
         }
     }
 
@@ -338,4 +340,7 @@ package struct HeldKeys: Sendable, Equatable {
     package var classes: Set<ProtectionClass>
     /// Whether the index key is held (exactly while AfterFirstUnlock is), so keyed-hash lookups work.
     package var indexKey: Bool
+    /// Whether the Secret Service can evaluate its searches (`SecretServiceLookupKeys`): from the first
+    /// unlock on, also while AfterFirstUnlock is locked.
+    package var secretServiceLookup: Bool
 }

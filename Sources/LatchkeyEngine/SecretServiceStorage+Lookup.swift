@@ -13,8 +13,8 @@ extension SecretServiceStorage {
     /// The items of `collection` whose attributes include every pair of `query` (every item for an
     /// empty query): first those with their own Secret Service attributes, then those seen through the
     /// SecItem view, then locked ones, matched on their hashes alone. `collections` are the ids of every
-    /// collection there is. errSecInteractionNotAllowed when the lookup needs the index key and it is
-    /// not held.
+    /// collection there is. errSecInteractionNotAllowed when the lookup needs the index key and neither
+    /// it nor the Secret Service's (`lookupIndexKey`) is held.
     package func select(_ query: SecretAttributes, in collection: String, collections: [String]) throws
         -> [SecretServiceMatch]
     {
@@ -22,13 +22,14 @@ extension SecretServiceStorage {
         let genp = Int(ItemClass.genericPassword.rawValue)
         let others = collections.filter { $0 != login }
         let needsIndex = !query.isEmpty || collection != login || !others.isEmpty
-        guard !needsIndex || keys.indexKey != nil else { throw SecError.locked }
+        let lookupIndexKey = lookupIndexKey
+        guard !needsIndex || lookupIndexKey != nil else { throw SecError.locked }
         var hashes: [[UInt8]] = []
         // Hashes the lookup does not join: probed per row found, for every row, or only for rows that
         // cannot be opened (an opened row is compared with the query pair by pair anyway).
         var probed: [[UInt8]] = []
         var probedWhenLocked: [[UInt8]] = []
-        if let indexKey = keys.indexKey {
+        if let indexKey = lookupIndexKey {
             hashes = try query.pairs.map { try SecretServiceMapping.pairHash($0, indexKey: indexKey) }
             if hashes.count > 1 {
                 // The lookup walks the rows of the first hash: start from the rarest. Counting stops at
@@ -56,7 +57,7 @@ extension SecretServiceStorage {
             }
         }
         var excluded = Set<Int64>()
-        if collection == login, let indexKey = keys.indexKey {
+        if collection == login, let indexKey = lookupIndexKey {
             for other in others {
                 let filter = RowFilter(
                     itemClass: genp, synchronizable: nil,

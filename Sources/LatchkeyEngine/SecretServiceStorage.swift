@@ -53,6 +53,16 @@ package struct SecretServiceStorage {
 
     // MARK: - Keys
 
+    /// The key of the hashes a Secret Service lookup computes: the index key, or while AfterFirstUnlock
+    /// is locked the one the Secret Service keeps (`SecretServiceLookupKeys`). Lookups only: what writes
+    /// hashes asks for the index key itself.
+    var lookupIndexKey: IndexKey? { keys.indexKey ?? keys.secretServiceLookup?.indexKey }
+
+    func requireLookupIndexKey() throws(SecError) -> IndexKey {
+        guard let key = lookupIndexKey else { throw SecError.locked }
+        return key
+    }
+
     /// Whether the class key of a row's protection class is held.
     func isHeld(_ protection: Int) -> Bool {
         ProtectionClass(rawValue: UInt8(clamping: protection)).map { keys.isAvailable($0) } ?? false
@@ -68,12 +78,14 @@ package struct SecretServiceStorage {
 
     // MARK: - The sealed state
 
-    private func stateKey() throws -> SecretBytes {
-        try HKDF.sha256(ikm: try keys.key(for: .afterFirstUnlock), salt: [], info: Self.stateKeyInfo, count: 32)
+    /// HKDF of the AfterFirstUnlock class key, derived with it and kept after it (`SecretServiceLookupKeys`).
+    private func stateKey() throws(SecError) -> SecretBytes {
+        guard let kept = keys.secretServiceLookup else { throw SecError.locked }
+        return kept.stateKey
     }
 
     /// The service state (the collections and aliases, as the Secret Service module encodes them), or nil
-    /// when none was ever stored. errSecInteractionNotAllowed while AfterFirstUnlock is locked;
+    /// when none was ever stored. errSecInteractionNotAllowed before AfterFirstUnlock was first unlocked;
     /// errSecDecode when the blob fails authentication.
     package func loadState() throws -> SecValue? {
         guard let sealed = try store.stateValue(named: Self.stateName) else { return nil }
@@ -86,6 +98,12 @@ package struct SecretServiceStorage {
         }
         defer { SecretBytes.wipe(&plain) }
         return try ValueCodec.decode(plain)
+    }
+
+    /// When the keychain was made (Unix seconds): the creation time of the `login` collection, which is
+    /// the keychain (docs/SECRET-SERVICE.md §4). 0 when the database does not record it.
+    package func keychainCreationTime() throws -> UInt64 {
+        UInt64(clamping: max(0, try store.creationTime() ?? 0))
     }
 
     /// Seals and stores the service state, inside the caller's transaction when there is one.
@@ -117,7 +135,7 @@ package struct SecretServiceStorage {
         }
         let others = collections.filter { $0 != login }
         if collection == login && others.isEmpty { return SecretServiceMember(row: row, entry: nil) }
-        let indexKey = try keys.requireIndexKey()
+        let indexKey = try requireLookupIndexKey()
         func carries(_ other: String) throws -> Bool {
             try !store.headers(
                 matching: RowFilter(
@@ -229,7 +247,7 @@ package struct SecretServiceStorage {
     /// Deletes every item of collection `id` (found by its collection hash, so locked ones too) and
     /// stores `state`, in one transaction; returns the ids of the deleted items.
     package func deleteItems(ofCollection id: String, savingState state: SecValue) throws -> [[UInt8]] {
-        let indexKey = try keys.requireIndexKey()
+        let indexKey = try requireLookupIndexKey()
         let headers = try store.headers(
             matching: RowFilter(
                 itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,

@@ -41,7 +41,7 @@ final class CollectionObject: SecretServiceObject {
                 // Without the index key the members cannot be told apart (docs/SECRET-SERVICE.md §4).
                 BusProperty("Items", "ao") { object in
                     let id = try object.id()
-                    let items = object.lock().searchable ? ((try? object.engine.items(in: id)) ?? []) : []
+                    let items = object.lock().searchable ? ((try? object.service.items(in: id)) ?? []) : []
                     return Arguments.objectPathList(items.map { ObjectPath.itemPath(id, $0.id) })
                 },
                 BusProperty(
@@ -87,11 +87,14 @@ final class CollectionObject: SecretServiceObject {
 
     func childNodes() throws -> [String] {
         let id = try id()
-        return (try? engine.items(in: id))?.prefix(10_000).map { ObjectPath.hex($0.id) } ?? []
+        return (try? service.items(in: id))?.prefix(10_000).map { ObjectPath.hex($0.id) } ?? []
     }
 
     func delete(_ call: BusMethodCall) throws {
         let id = try id()
+        guard id != SessionCollection.id else {
+            throw BusError(name: SS.ErrorName.notSupported, message: "the session collection cannot be deleted")
+        }
         let state = try service.currentState()
         let paths = service.paths(ofCollection: id, state)
         let deleted = try engine.deleteCollection(id)
@@ -109,7 +112,17 @@ final class CollectionObject: SecretServiceObject {
     }
 
     func searchItems(_ call: BusMethodCall) throws {
-        let found = try engine.search(try Arguments.attributes(call.arguments[0]), in: try id())
+        let id = try id()
+        let query = try Arguments.attributes(call.arguments[0])
+        let found: [SecretServiceItemInfo]
+        do {
+            found = try service.search(query, in: id)
+        } catch let error as SecError where error.status == SecStatus.interactionNotAllowed {
+            // Never unlocked: the search itself, as one locked item (PendingSearches).
+            guard let pending = service.pendingSearchPath(query, in: id, caller: call.sender) else { throw error }
+            try call.reply([Arguments.objectPathList([pending])])
+            return
+        }
         try call.reply([Arguments.objectPathList(found.map { ObjectPath.itemPath($0.collection, $0.id) })])
     }
 
@@ -121,7 +134,7 @@ final class CollectionObject: SecretServiceObject {
         let replace = try call.boolean(2)
         let secret = try sessions.decode(call.arguments[1], caller: call.sender)
         defer { secret.wipe() }
-        let (item, created) = try engine.createItem(
+        let (item, created) = try service.createItem(
             in: id, label: label, attributes: attributes, secret: secret,
             replace: replace)
         try call.reply([.objectPath(ObjectPath.itemPath(id, item)), .objectPath(SS.noObject)])
@@ -130,7 +143,11 @@ final class CollectionObject: SecretServiceObject {
 
     func setLabel(_ value: BusValue) throws {
         let id = try id()
-        try engine.setLabel(try Arguments.label(value), ofCollection: id)
+        if id == SessionCollection.id {
+            try service.sessionCollection.setLabel(try Arguments.label(value))
+        } else {
+            try engine.setLabel(try Arguments.label(value), ofCollection: id)
+        }
         let state = try service.currentState()
         for path in service.paths(ofCollection: id, state) {
             service.propertiesChanged(bus, path, SS.Interface.collection, changed: [("Label", value)])

@@ -11,14 +11,18 @@ final class ItemObject: SecretServiceObject {
     let bus: Bus
     let collection: ObjectPath.CollectionName
     let id: [UInt8]
+    /// A search made before the keychain could be searched (`PendingSearches`): a locked item that
+    /// names no item yet.
+    let pending: Bool
     private var resolvedInfo: SecretServiceItemInfo?
     private var resolvedProperties: Properties?
 
-    init(service: SecretService, bus: Bus, collection: ObjectPath.CollectionName, id: [UInt8]) {
+    init(service: SecretService, bus: Bus, collection: ObjectPath.CollectionName, id: [UInt8], pending: Bool = false) {
         self.service = service
         self.bus = bus
         self.collection = collection
         self.id = id
+        self.pending = pending
     }
 
     static let interfaces = [
@@ -65,12 +69,19 @@ final class ItemObject: SecretServiceObject {
     /// The item's record; NoSuchObject when the path names no item, IsLocked when that cannot be told.
     func info() throws -> SecretServiceItemInfo {
         if let resolvedInfo { return resolvedInfo }
+        if pending { return SecretServiceItemInfo(id: id, collection: SecretServiceKeychain.login, locked: true) }
         let info = try service.itemInfo(collection, id)
         resolvedInfo = info
         return info
     }
 
     func checkExists() throws { _ = try info() }
+
+    /// A pending search can be read (as a locked item) and unlocked, nothing else until the keychain
+    /// can be searched.
+    private func requireItem() throws {
+        if pending { throw SecretServiceErrors.isLocked("the keychain is locked; unlock it to evaluate the search") }
+    }
 
     /// Membership cannot be checked without the index key (after `lock --all`): the item then reads
     /// as a locked one.
@@ -97,8 +108,8 @@ final class ItemObject: SecretServiceObject {
     private func readProperties() throws -> Properties {
         let info = try info()
         guard !info.locked else { return .ofLockedItem }
-        switch Result(catching: { () throws(SecError) -> SecretServiceItem in try engine.item(id, in: info.collection) }
-        ) {
+        let read = { () throws(SecError) -> SecretServiceItem in try self.service.item(self.id, in: info.collection) }
+        switch Result(catching: read) {
         case .success(let item):
             return Properties(
                 locked: false, attributes: item.attributes, label: item.label, created: item.created,
@@ -111,9 +122,10 @@ final class ItemObject: SecretServiceObject {
     }
 
     func getSecret(_ call: BusMethodCall) throws {
+        try requireItem()
         let sessionPath = try call.objectPath(0)
         let session = try sessions.session(sessionPath, caller: call.sender)
-        let secret = try engine.secret(id, in: try service.collectionID(collection))
+        let secret = try service.secret(id, in: try service.collectionID(collection))
         defer { secret.wipe() }
         let encoded = try sessions.encode(secret, sessionPath: sessionPath, session: session)
         defer { encoded.wipeByteArrays() }
@@ -121,33 +133,37 @@ final class ItemObject: SecretServiceObject {
     }
 
     func delete(_ call: BusMethodCall) throws {
+        try requireItem()
         let info = try info()
-        try engine.deleteItem(id, in: info.collection)
+        try service.deleteItem(id, in: info.collection)
         try call.reply([.objectPath(SS.noObject)])
         service.itemSignal(bus, "ItemDeleted", collection: info.collection, item: id)
     }
 
     func setSecret(_ call: BusMethodCall) throws {
+        try requireItem()
         let info = try info()
         let secret = try sessions.decode(call.arguments[0], caller: call.sender)
         defer { secret.wipe() }
-        try engine.updateItem(id, in: info.collection, secret: secret)
+        try service.updateItem(id, in: info.collection, secret: secret)
         try call.reply()
         service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
     }
 
     func setLabel(_ value: BusValue) throws {
+        try requireItem()
         let info = try info()
-        try engine.updateItem(id, in: info.collection, label: try Arguments.label(value))
+        try service.updateItem(id, in: info.collection, label: try Arguments.label(value))
         service.propertiesChanged(
             bus, ObjectPath.itemPath(info.collection, id), SS.Interface.item, changed: [("Label", value)])
         service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
     }
 
     func setAttributes(_ value: BusValue) throws {
+        try requireItem()
         let info = try info()
         let attributes = try Arguments.attributes(value)
-        try engine.updateItem(id, in: info.collection, attributes: attributes)
+        try service.updateItem(id, in: info.collection, attributes: attributes)
         service.propertiesChanged(
             bus, ObjectPath.itemPath(info.collection, id), SS.Interface.item,
             changed: [("Attributes", Arguments.attributesValue(attributes))])

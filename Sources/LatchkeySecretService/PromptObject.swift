@@ -111,7 +111,7 @@ extension SecretService {
         case .accepted:
             switch prompt.action {
             case .unlock(let objects):
-                result = Arguments.objectPathList(objects.filter { (try? lockedState(of: $0)) == false })
+                result = Arguments.objectPathList(objects.flatMap { unlockedPaths(for: $0, caller: prompt.owner) })
             case .createCollection(let label, let alias):
                 do {
                     result = .objectPath(try createCollection(label: label, alias: alias, bus))

@@ -41,6 +41,9 @@ package final class SecretService: @unchecked Sendable {
     var sessions = SessionRegistry()
     var prompts = PromptRegistry()
     var lastLockState: SecretServiceLockState?
+    /// The in-memory `session` collection.
+    let sessionCollection: SessionCollection
+    var pendingSearches = PendingSearches()
 
     /// Connects to `endpoint`, serves the objects and claims `org.freedesktop.secrets` (without
     /// replacing or queueing behind an owner). `onDisconnect` runs once if the bus goes away later.
@@ -61,7 +64,16 @@ package final class SecretService: @unchecked Sendable {
         } catch {
             throw .busUnavailable("\(endpoint) is not available (\(error.message))")
         }
-        let service = SecretService(connection: connection, keychain: keychain, prompter: prompter, log: log)
+        let sessionCollection: SessionCollection
+        do {
+            sessionCollection = try SessionCollection()
+        } catch {
+            connection.close()
+            throw .failed("cannot make the session collection: \(error)")
+        }
+        let service = SecretService(
+            connection: connection, keychain: keychain, prompter: prompter, log: log,
+            sessionCollection: sessionCollection)
         do {
             try connection.sync { bus in
                 try bus.addFallback(prefix: SS.root) { [service] call in try service.dispatch(call, bus) }
@@ -102,13 +114,14 @@ package final class SecretService: @unchecked Sendable {
 
     init(
         connection: BusConnection, keychain: Keychain, prompter: PinentryPrompter,
-        log: Logger
+        log: Logger, sessionCollection: SessionCollection
     ) {
         self.connection = connection
         self.keychain = keychain
         self.engine = keychain.secretService
         self.prompter = prompter
         self.log = log
+        self.sessionCollection = sessionCollection
     }
 
     /// Stops serving and leaves the bus.
@@ -141,7 +154,11 @@ package final class SecretService: @unchecked Sendable {
                 try call.reply([.string(BusIntrospection.document())])
                 return .handled
             }
-            return .notHandled
+            // Any other path under the root names no object of this service (an item path in another
+            // service's form, a prompt that is not a number, ...): NoSuchObject, as for a well-formed
+            // path that names nothing, whatever the member. Left to sd-bus it was UnknownMethod,
+            // UnknownProperty or UnknownInterface, which clients do not read as "not there".
+            throw SecretServiceErrors.noSuchObject("no such object")
         }
         do {
             switch object {
@@ -150,7 +167,17 @@ package final class SecretService: @unchecked Sendable {
             case .collection(let name):
                 try CollectionObject(service: self, bus: bus, name: name).dispatch(call)
             case .item(let name, let id):
-                try ItemObject(service: self, bus: bus, collection: name, id: id).dispatch(call)
+                switch try pendingTarget(id, caller: call.sender ?? "") {
+                case nil:
+                    try ItemObject(service: self, bus: bus, collection: name, id: id).dispatch(call)
+                case .locked?:
+                    try ItemObject(service: self, bus: bus, collection: name, id: id, pending: true).dispatch(call)
+                case .item(let match)?:
+                    try ItemObject(service: self, bus: bus, collection: .id(match.collection), id: match.id)
+                        .dispatch(call)
+                case .nothing?:
+                    throw SecretServiceErrors.noSuchObject("no such item")
+                }
             case .session(let n):
                 try SessionObject(service: self, bus: bus, n: n, caller: call.sender ?? "").dispatch(call)
             case .prompt(let n):
@@ -164,19 +191,35 @@ package final class SecretService: @unchecked Sendable {
 
     // MARK: - Resolving paths
 
-    /// The collections and aliases; while they cannot be read (after `lock --all`), `login` alone.
+    /// The collections and aliases as clients see them: the stored ones (while they cannot be read,
+    /// before the first unlock, `login` alone), the in-memory `session` collection after `login`, and
+    /// the built-in aliases `login` and `session`, which name those two whatever is stored. A stored
+    /// collection whose id is `session` (made before the in-memory one existed) is not shown: its items
+    /// stay in the keychain, where SecItem finds them (docs/SECRET-SERVICE.md §4a).
     func currentState() throws -> SecretServiceState {
+        var state: SecretServiceState
         switch Result(catching: { () throws(SecError) -> SecretServiceState in try engine.state() }) {
-        case .success(let state): return state
+        case .success(let stored): state = stored
         case .failure(let error):
-            if error.status == SecStatus.interactionNotAllowed { return .initial }
-            throw error
+            guard error.status == SecStatus.interactionNotAllowed else { throw error }
+            state = .initial
         }
+        state.collections.removeAll { $0.id == SessionCollection.id }
+        state.collections.insert(sessionCollection.collection, at: min(1, state.collections.count))
+        for (alias, id) in Self.builtInAliases { state.aliases[alias] = id }
+        return state
     }
+
+    /// Aliases that always name the same collection, as gnome-keyring's do; `SetAlias` cannot move them.
+    static let builtInAliases = [
+        SecretServiceKeychain.login: SecretServiceKeychain.login, SessionCollection.id: SessionCollection.id,
+    ]
 
     /// The id of the collection a path names; NoSuchObject when there is none.
     func collectionID(_ name: ObjectPath.CollectionName) throws -> String {
-        if name == .id(SecretServiceKeychain.login) { return SecretServiceKeychain.login }  // always there
+        // Always there.
+        if name == .id(SecretServiceKeychain.login) { return SecretServiceKeychain.login }
+        if name == .id(SessionCollection.id) { return SessionCollection.id }
         let state = try currentState()
         switch name {
         case .id(let id):
@@ -193,6 +236,10 @@ package final class SecretService: @unchecked Sendable {
     /// An item a path names; NoSuchObject when there is none.
     func itemInfo(_ name: ObjectPath.CollectionName, _ id: [UInt8]) throws -> SecretServiceItemInfo {
         let collection = try collectionID(name)
+        if collection == SessionCollection.id {
+            guard sessionCollection.item(id) != nil else { throw SecretServiceErrors.noSuchObject("no such item") }
+            return SecretServiceItemInfo(id: id, collection: collection, locked: engine.lockState().collectionsLocked)
+        }
         switch Result(catching: { () throws(SecError) -> SecretServiceItemInfo? in
             try engine.info(item: id, in: collection)
         }) {
@@ -209,76 +256,6 @@ package final class SecretService: @unchecked Sendable {
     func paths(ofCollection id: String, _ state: SecretServiceState) -> [String] {
         [ObjectPath.collectionPath(id)]
             + state.aliases.filter { $0.value == id }.keys.sorted().map(ObjectPath.aliasPath)
-    }
-
-    // MARK: - Signals
-
-    func emit(_ bus: Bus, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue]) {
-        do {
-            try bus.emitSignal(path: path, interface: interface, member: member, arguments)
-        } catch {
-            log.warning("Secret Service: cannot emit \(member): \(error)")
-        }
-    }
-
-    func propertiesChanged(
-        _ bus: Bus, _ path: String, _ interface: String, changed: [(String, BusValue)] = [],
-        invalidated: [String] = []
-    ) {
-        emit(
-            bus, path, SS.Interface.properties, "PropertiesChanged",
-            [
-                .string(interface),
-                .dictionary(keyType: "s", valueType: "v", changed.map { (.string($0.0), .variant($0.1)) }),
-                .strings(invalidated),
-            ])
-    }
-
-    /// ItemCreated/ItemDeleted/ItemChanged on the collection's paths, and the Items property.
-    func itemSignal(_ bus: Bus, _ member: String, collection: String, item: [UInt8]) {
-        let state = (try? currentState()) ?? .initial
-        for path in paths(ofCollection: collection, state) {
-            emit(bus, path, SS.Interface.collection, member, [.objectPath(ObjectPath.itemPath(collection, item))])
-            if member != "ItemChanged" { propertiesChanged(bus, path, SS.Interface.collection, invalidated: ["Items"]) }
-        }
-    }
-
-    /// A generic password changed through SecItem: ItemCreated/ItemChanged in its collection, or
-    /// ItemDeleted in `login` (a deleted item's collection can no longer be told; docs/SECRET-SERVICE.md §6).
-    func secItemChanged(_ change: KeychainItemChange, _ bus: Bus) {
-        switch change {
-        case .added(let id), .changed(let id):
-            let state = (try? currentState()) ?? .initial
-            guard let collection = state.collections.first(where: { (try? engine.info(item: id, in: $0.id)) != nil })
-            else {
-                return
-            }
-            if case .added = change {
-                itemSignal(bus, "ItemCreated", collection: collection.id, item: id)
-            } else {
-                itemSignal(bus, "ItemChanged", collection: collection.id, item: id)
-            }
-        case .deleted(let id):
-            itemSignal(bus, "ItemDeleted", collection: SecretServiceKeychain.login, item: id)
-        }
-    }
-
-    /// Announces a change of the keychain's lock state on every collection (docs/SECRET-SERVICE.md §4).
-    func checkLockState(_ bus: Bus) {
-        let now = engine.lockState()
-        guard now != lastLockState else { return }
-        lastLockState = now
-        let state = (try? currentState()) ?? .initial
-        for collection in state.collections {
-            for path in paths(ofCollection: collection.id, state) {
-                propertiesChanged(
-                    bus, path, SS.Interface.collection, changed: [("Locked", .boolean(now.collectionsLocked))],
-                    invalidated: ["Items"])
-            }
-        }
-        emit(
-            bus, SS.root, SS.Interface.service, "CollectionChanged",
-            [.objectPath(ObjectPath.collectionPath(SecretServiceKeychain.login))])
     }
 
     /// `Locked` changes are announced when the engine reports a change of the keys it holds (lock,
@@ -299,6 +276,7 @@ package final class SecretService: @unchecked Sendable {
         else { return }
         sessions.closeAll(owner: name)
         prompts.removeAll(owner: name)
+        pendingSearches.removeAll(owner: name)
     }
 
     /// "pid 812 (gnome-keyring-d, /usr/bin/gnome-keyring-daemon)" for the owner of `name`, as far as

@@ -32,7 +32,8 @@ extension SecretServiceKeychain {
         if base.isEmpty { base = "collection" }
         var candidate = base
         var n = 2
-        while state.collection(candidate) != nil || candidate == login {
+        // `session` names the in-memory collection (SessionCollection), whatever is stored.
+        while state.collection(candidate) != nil || candidate == login || candidate == SessionCollection.id {
             candidate = "\(base)_\(n)"
             n += 1
         }

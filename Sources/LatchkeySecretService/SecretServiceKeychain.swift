@@ -56,20 +56,55 @@ package struct SecretServiceKeychain: Sendable {
         return state
     }
 
+    /// `state` with the dates of `login` as clients see them: `login` is the keychain, created with it
+    /// (the 0 it is stored with reads as the keychain's creation time) and modified no earlier.
+    private func withLoginDates(_ state: SecretServiceState, _ storage: SecretServiceStorage) throws
+        -> SecretServiceState
+    {
+        var state = state
+        if let index = state.collections.firstIndex(where: { $0.id == Self.login }),
+            state.collections[index].created == 0
+        {
+            let created = try storage.keychainCreationTime()
+            state.collections[index].created = created
+            state.collections[index].modified = max(state.collections[index].modified, created)
+        }
+        return state
+    }
+
+    // MARK: - Memory
+
+    /// `plaintext` sealed under a key of the WhenUnlocked class and `salt`, for the Secret Service's
+    /// memory only (`SessionCollection`); errSecInteractionNotAllowed while the class is locked.
+    package func sealInMemory(_ plaintext: [UInt8], salt: [UInt8], aad: [UInt8]) throws(SecError) -> [UInt8] {
+        try withStorage(.add, reading: true) { storage in try storage.sealInMemory(plaintext, salt: salt, aad: aad) }
+    }
+
+    /// What `sealInMemory` sealed; errSecInteractionNotAllowed while the WhenUnlocked class is locked.
+    package func openInMemory(_ sealed: [UInt8], salt: [UInt8], aad: [UInt8]) throws(SecError) -> [UInt8] {
+        try withStorage(.readData, reading: true) { storage in try storage.openInMemory(sealed, salt: salt, aad: aad) }
+    }
+
     // MARK: - Lock state
 
     package func lockState() -> SecretServiceLockState {
         let held = keychain.heldKeys()
         return SecretServiceLockState(
-            collectionsLocked: !held.classes.contains(.whenUnlocked), searchable: held.indexKey)
+            collectionsLocked: !held.classes.contains(.whenUnlocked), searchable: held.secretServiceLookup)
     }
 
     // MARK: - Collections and aliases
 
-    /// The collections and aliases. errSecInteractionNotAllowed when collections were created but the
-    /// key that seals their list is not held.
+    /// The collections and aliases, with `login`'s dates. Before the first unlock, when collections were
+    /// created but the key that seals their list was never held, the initial ones (`login` alone).
     package func state() throws(SecError) -> SecretServiceState {
-        try withStorage(.readAttributes, reading: true) { storage in try loadState(storage) }
+        try withStorage(.readAttributes, reading: true) { storage in
+            do {
+                return try withLoginDates(try loadState(storage), storage)
+            } catch let error as SecError where error.status == SecStatus.interactionNotAllowed {
+                return try withLoginDates(.initial, storage)
+            }
+        }
     }
 
     /// Creates a collection labelled `label`, or, when `alias` already names a collection, returns

@@ -62,6 +62,12 @@ struct ServiceObject: SecretServiceObject {
         let label = try properties[SS.Property.collectionLabel].map(Arguments.label) ?? ""
         let alias = try call.string(1)
         if !alias.isEmpty { try SecretServiceKeychain.validateAlias(alias) }
+        if let id = SecretService.builtInAliases[alias] {
+            // The alias names a collection, so that one is returned (the specification's rule), at once:
+            // these two always exist.
+            try call.reply([.objectPath(ObjectPath.collectionPath(id)), .objectPath(SS.noObject)])
+            return
+        }
         if engine.lockState().collectionsLocked {
             guard let prompt = prompts.add(owner: call.sender, action: .createCollection(label: label, alias: alias))
             else {
@@ -75,7 +81,16 @@ struct ServiceObject: SecretServiceObject {
     }
 
     func searchItems(_ call: BusMethodCall) throws {
-        let found = try engine.search(try Arguments.attributes(call.arguments[0]))
+        let query = try Arguments.attributes(call.arguments[0])
+        let found: [SecretServiceItemInfo]
+        do {
+            found = try service.search(query)
+        } catch let error as SecError where error.status == SecStatus.interactionNotAllowed {
+            // Never unlocked: the search itself, as one locked item (PendingSearches).
+            guard let pending = service.pendingSearchPath(query, in: nil, caller: call.sender) else { throw error }
+            try call.reply([Arguments.objectPathList([]), Arguments.objectPathList([pending])])
+            return
+        }
         try call.reply([
             Arguments.objectPathList(found.filter { !$0.locked }.map { ObjectPath.itemPath($0.collection, $0.id) }),
             Arguments.objectPathList(found.filter(\.locked).map { ObjectPath.itemPath($0.collection, $0.id) }),
@@ -87,6 +102,19 @@ struct ServiceObject: SecretServiceObject {
         var unlocked: [String] = []
         var locked: [String] = []
         for path in objects {
+            switch service.pendingMatches(path, caller: call.sender) {
+            case .locked?:
+                locked.append(path)
+                continue
+            case .found(let items)?:
+                // The search can be evaluated now: its matches stand for it.
+                for item in items {
+                    let itemPath = ObjectPath.itemPath(item.collection, item.id)
+                    if item.locked { locked.append(itemPath) } else { unlocked.append(itemPath) }
+                }
+                continue
+            case nil: break
+            }
             switch try? service.lockedState(of: path) {
             case false?: unlocked.append(path)
             case true?: locked.append(path)
@@ -126,7 +154,7 @@ struct ServiceObject: SecretServiceObject {
         for path in items {
             // As gnome-keyring does: a locked item, or a path that names no item, is left out of
             // the reply, and the client gets the secrets of the others (docs/SECRET-SERVICE.md §4).
-            guard let secret = try service.readableSecret(at: path) else { continue }
+            guard let secret = try service.readableSecret(at: path, caller: call.sender) else { continue }
             secrets.append(secret)
             entries.append((.objectPath(path), try sessions.encode(secret, sessionPath: sessionPath, session: session)))
         }
@@ -144,6 +172,9 @@ struct ServiceObject: SecretServiceObject {
     func setAlias(_ call: BusMethodCall) throws {
         let name = try call.string(0)
         let target = try call.objectPath(1)
+        if SecretService.builtInAliases[name] != nil {
+            throw BusError(name: SS.ErrorName.notSupported, message: "the alias '\(name)' cannot be changed")
+        }
         if target == SS.noObject {
             try engine.setAlias(name, to: nil)
         } else {
@@ -151,6 +182,10 @@ struct ServiceObject: SecretServiceObject {
                 throw SecretServiceErrors.noSuchObject("\(target) is not a collection")
             }
             let id = try service.collectionID(collection)
+            guard id != SessionCollection.id else {
+                // What is stored through an alias (the default collection's) must outlive the agent.
+                throw BusError(name: SS.ErrorName.notSupported, message: "the session collection cannot be aliased")
+            }
             try engine.setAlias(name, to: id)
             service.emit(
                 bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(id))])
@@ -161,12 +196,17 @@ struct ServiceObject: SecretServiceObject {
 
 /// What the service's methods share with the other objects' and with prompts.
 extension SecretService {
-    /// The secret of the item at `path` for `GetSecrets`; nil when the item is locked or there is no
-    /// such item. Other failures (a damaged item, no keychain) are thrown and fail the whole call.
-    func readableSecret(at path: String) throws -> SecretServiceSecret? {
+    /// The secret of the item at `path` for `GetSecrets` (for a pending search of `caller`'s, its first
+    /// match's); nil when the item is locked or there is no such item. Other failures (a damaged item,
+    /// no keychain) are thrown and fail the whole call.
+    func readableSecret(at path: String, caller: String) throws -> SecretServiceSecret? {
         guard case .item(let name, let id)? = ObjectPath(path) else { return nil }
         do {
-            return try engine.secret(id, in: try collectionID(name))
+            switch try pendingTarget(id, caller: caller) {
+            case nil: return try secret(id, in: try collectionID(name))
+            case .item(let match)?: return try secret(match.id, in: match.collection)
+            case .locked?, .nothing?: return nil
+            }
         } catch {
             let mapped = SecretServiceErrors.map(error)
             if mapped.name == SS.ErrorName.isLocked || mapped.name == SS.ErrorName.noSuchObject { return nil }

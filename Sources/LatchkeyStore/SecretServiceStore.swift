@@ -79,6 +79,15 @@ extension Store {
         }
     }
 
+    /// When the database was made: the time its first migration was applied, in whole Unix seconds
+    /// (recorded in the clear in `migrations`); nil when there is no such record. The Secret Service's
+    /// `login` collection, which is the keychain, was created then.
+    public func creationTime() throws -> Int64? {
+        try connection.withCachedStatement(SecretServiceSQL.creationTime) { statement in
+            try statement.step() ? statement.int64(at: 0) : nil
+        }
+    }
+
     /// The sealed state value stored under `name`, or nil.
     public func stateValue(named name: String) throws -> [UInt8]? {
         try connection.withCachedStatement(SecretServiceSQL.selectState) { statement in
@@ -149,6 +158,7 @@ extension Store {
 
 enum SecretServiceSQL {
     static let anyPending = "SELECT 1 FROM ss_reindex LIMIT 1"
+    static let creationTime = "SELECT CAST(applied_at AS INTEGER) FROM migrations WHERE name = 'v1-items'"
     /// An `ss_state` entry that is not sealed: a version number (u32, big-endian), no secret.
     static let indexVersionName = "index-version"
     static let indexStatus = """

@@ -294,24 +294,4 @@ final class LockAndPromptTests: SecretServiceTestCase {
             try client.property("/org/freedesktop/secrets/collection/Later", SSPath.collectionInterface, "Label"),
             .string("Later"))
     }
-
-    func testLockAllMakesSearchesLockedNotEmpty() throws {
-        try prepare()
-        XCTAssertEqual(try cli(["lock", "--all"]).status, 0)
-        XCTAssertEqual(
-            client.errorName(
-                SSPath.service, SSPath.serviceInterface, "SearchItems",
-                [SecretServiceClient.attributes([("service", "s")])]),
-            "org.freedesktop.Secret.Error.IsLocked")
-        XCTAssertEqual(try client.property(SSPath.login, SSPath.collectionInterface, "Items")?.elements, [])
-        XCTAssertEqual(try locked(SSPath.login, SSPath.collectionInterface), true)
-        let failed = try secretTool(["lookup", "service", "s", "account", "a"])
-        XCTAssertNotEqual(failed.status, 0, "a search that cannot be evaluated is an error, never a false 'not found'")
-        // Unlocking through a prompt brings everything back.
-        let prompt = try unlockPrompt()
-        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
-        XCTAssertEqual(try XCTUnwrap(completed(prompt)).arguments.first, .boolean(false))
-        let result = try secretTool(["lookup", "service", "s", "account", "a"])
-        XCTAssertEqual(result.out, "the secret", result.err)
-    }
 }

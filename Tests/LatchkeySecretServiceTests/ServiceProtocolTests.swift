@@ -176,9 +176,10 @@ final class ServiceProtocolTests: SecretServiceTestCase {
         try client.watchSignals()
         let session = try client.openPlainSession()
 
+        // login, and the in-memory session collection (SessionCollectionTests).
         XCTAssertEqual(
             try client.property(SSPath.service, SSPath.serviceInterface, "Collections")?.elements,
-            [.objectPath(SSPath.login)])
+            [.objectPath(SSPath.login), .objectPath("/org/freedesktop/secrets/collection/session")])
         XCTAssertEqual(
             try client.call(SSPath.service, SSPath.serviceInterface, "ReadAlias", [.string("default")]),
             [.objectPath(SSPath.login)])
@@ -264,7 +265,7 @@ final class ServiceProtocolTests: SecretServiceTestCase {
         XCTAssertEqual(
             try client.call(SSPath.service, SSPath.serviceInterface, "ReadAlias", [.string("work")]),
             [.objectPath(work)])
-        XCTAssertEqual(try client.property(SSPath.service, SSPath.serviceInterface, "Collections")?.elements?.count, 2)
+        XCTAssertEqual(try client.property(SSPath.service, SSPath.serviceInterface, "Collections")?.elements?.count, 3)
         let workItem = try client.call(
             work, SSPath.collectionInterface, "CreateItem",
             [properties, SecretServiceClient.plainSecret(session, "w"), .boolean(false)]
@@ -284,7 +285,7 @@ final class ServiceProtocolTests: SecretServiceTestCase {
         XCTAssertNotNil(client.signals.wait { $0.member == "CollectionDeleted" && $0.arguments == [.objectPath(work)] })
         XCTAssertEqual(
             try client.property(SSPath.service, SSPath.serviceInterface, "Collections")?.elements,
-            [.objectPath(SSPath.login)])
+            [.objectPath(SSPath.login), .objectPath("/org/freedesktop/secrets/collection/session")])
         XCTAssertEqual(try secretTool(["lookup", "k", "v"]).out, "", "deleted with its collection")
 
         // Item.Delete: ItemDeleted, and the object is gone.

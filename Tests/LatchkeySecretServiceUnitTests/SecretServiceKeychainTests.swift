@@ -258,7 +258,13 @@ final class SecretServiceKeychainTests: XCTestCase {
     func testCollectionsAliasesAndDeletion() throws {
         let (kc, _) = try makeKeychain()
         let ss = kc.secretService
-        XCTAssertEqual(try ss.state(), SecretServiceState.initial)
+        // The initial state, but for login's dates: the keychain's creation time (issue 11), not 0.
+        let initial = try ss.state()
+        XCTAssertEqual(initial.collections.map(\.id), [login])
+        XCTAssertEqual(initial.collections.map(\.label), ["Login"])
+        XCTAssertEqual(initial.aliases, SecretServiceState.initial.aliases)
+        XCTAssertEqual(
+            Double(try XCTUnwrap(initial.collections.first?.created)), Date().timeIntervalSince1970, accuracy: 60)
         let (work, created) = try ss.createCollection(label: "Work stuff!", alias: "")
         XCTAssertTrue(created)
         XCTAssertEqual(work.id, "Work_stuff_")
@@ -334,12 +340,21 @@ final class SecretServiceKeychainTests: XCTestCase {
         try ss.deleteItem(made.id, in: login)
         XCTAssertNil(try ss.info(item: made.id, in: login))
 
+        // After `lock --all` the Secret Service still evaluates searches (its lookup keys stay, issue 11):
+        // the AfterFirstUnlock item is found, as locked; nothing can be read.
         kc.lock(all: true)
-        XCTAssertEqual(ss.lockState(), SecretServiceLockState(collectionsLocked: true, searchable: false))
-        XCTAssertEqual(status { _ = try ss.search(attrs(["service": "ck"])) }, SecStatus.interactionNotAllowed)
+        XCTAssertEqual(ss.lockState(), SecretServiceLockState(collectionsLocked: true, searchable: true))
+        XCTAssertEqual(try ss.search(attrs(["service": "ck"])).map(\.locked), [true])
+        XCTAssertEqual(status { _ = try ss.secret(ck.id, in: login) }, SecStatus.interactionNotAllowed)
+        XCTAssertEqual(try ss.state().collections.map(\.id), [login])
 
         try kc.unlock(password: secret("pw"))
         XCTAssertEqual(try ss.search(attrs(["service": "ck"])).map(\.locked), [false])
+
+        // An engine that never had the password holds no lookup key: searches cannot be evaluated.
+        let fresh = Keychain(location: kc.location).secretService
+        XCTAssertEqual(fresh.lockState(), SecretServiceLockState(collectionsLocked: true, searchable: false))
+        XCTAssertEqual(status { _ = try fresh.search(attrs(["service": "ck"])) }, SecStatus.interactionNotAllowed)
     }
 
     func testCapsAreEnforced() throws {
