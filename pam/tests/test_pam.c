@@ -9,10 +9,15 @@
  *   - open_session registers the session (sessionOpen) before it hands over the key (keyHandoff);
  *   - a keybag beyond the PAM limits is never derived from (t = 2^32 - 1 would hang the login);
  *   - only_services= restricts the module to the services listed;
+ *   - root hands the key only to the real agent: the stand-ins run a copy of this program that the
+ *     module is configured to trust as its agent; an impostor (this program itself, another file) and
+ *     the copy started with LD_PRELOAD get nothing;
  *   - the module never runs the application's SIGCHLD handler and leaves no child behind.
  *
  * Needs root (the module and the stand-ins act as the users); skipped otherwise.
- * Usage: test_pam /abs/pam_latchkey.so /abs/tests/test_authtok.so */
+ * Usage: test_pam /abs/pam_latchkey.so /abs/tests/test_authtok.so
+ * (and, as the stand-in agent, test_pam --stand-in LISTEN_FD LETTERS_FD; as an agent the module
+ * starts when none runs, --daemon ...: it exits at once, as one that found another agent serving) */
 #include "latchkey.h"
 
 #include <errno.h>
@@ -47,13 +52,15 @@ struct who {
 
 struct agent {
 	pid_t pid;
+	int execed; /* ran execve: the kernel gave it back the exit signal SIGCHLD */
 	int ops; /* read end: one letter per request, K keyHandoff, O sessionOpen, C sessionClose */
 };
 
 static char top[] = "/tmp/lk-pam-driver-XXXXXX";
-static char confdir[300];
+static char confdir[300], agent_copy[300], preload[PATH_MAX + 16];
 static struct who A, B;
 static volatile sig_atomic_t sigchld_seen;
+static int own_sigchld; /* of those, the ones our own stand-ins sent */
 
 static void on_sigchld(int sig)
 {
@@ -166,19 +173,56 @@ static int read_full(int fd, uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* Listens on <run>/latchkey/agent.sock as `w`; answers every request with status 0, after writing
- * its letter to the pipe (so it is there before the module has its answer). */
-static void agent_start(struct agent *a, const struct who *w)
+/* The stand-in's work, in the process the module checks: answers every request on connections to
+ * `lfd` with status 0, after writing its letter to `letters` (so it is there before the module has
+ * its answer); hello gets no letter. */
+static int stand_in(int lfd, int letters)
 {
-	char sockdir[300], ready = 0;
+	int fd;
+
+	for (;;) {
+		uint8_t head[4], body[256];
+		uint32_t len;
+		char letter;
+
+		if ((fd = accept(lfd, NULL, NULL)) < 0)
+			return 3;
+		while (read_full(fd, head, 4) == 0) {
+			len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
+			if (len < 2 || len > sizeof body || read_full(fd, body, len) != 0)
+				break;
+			letter = body[1] == LK_OP_KEY_HANDOFF     ? 'K'
+			         : body[1] == LK_OP_SESSION_OPEN  ? 'O'
+			         : body[1] == LK_OP_SESSION_CLOSE ? 'C'
+			         : body[1] == LK_OP_HELLO         ? 0
+			                                          : '?';
+			if ((letter != 0 && write(letters, &letter, 1) != 1) ||
+			    write(fd, "\0\0\0\x06\x01\0\0\0\0\0", 10) != 10)
+				break;
+		}
+		close(fd);
+	}
+}
+
+/* How a stand-in runs: the agent the module trusts (its copy, a clean environment), the same under
+ * LD_PRELOAD, or an impostor (this program, not the copy: another file). */
+enum stand_in_kind { GENUINE, PRELOADED, IMPOSTOR };
+
+/* Listens on <run>/latchkey/agent.sock as `w`, then becomes the stand-in (stand_in). */
+static void agent_start_as(struct agent *a, const struct who *w, enum stand_in_kind kind)
+{
+	char sockdir[300], ready = 0, lfd_arg[16], letters_arg[16];
+	char *argv[] = { agent_copy, (char *)"--stand-in", lfd_arg, letters_arg, NULL };
+	char *clean[] = { NULL }, *preloaded[] = { preload, NULL };
 	struct sockaddr_un addr;
 	struct pollfd pfd;
-	int p[2], lfd, fd;
+	int p[2], lfd;
 
-	a->pid = -1, a->ops = -1;
+	a->pid = -1, a->ops = -1, a->execed = kind != IMPOSTOR;
 	if (pipe(p) != 0)
 		return;
-	if ((a->pid = lk_fork_quiet()) == 0) { /* quiet too: no SIGCHLD from the stand-ins either */
+	/* Quiet too, but an exec brings SIGCHLD back: agent_stop counts those as the test's own. */
+	if ((a->pid = lk_fork_quiet()) == 0) {
 		close(p[0]);
 		snprintf(sockdir, sizeof sockdir, "%s/latchkey", w->run);
 		memset(&addr, 0, sizeof addr);
@@ -193,27 +237,12 @@ static void agent_start(struct agent *a, const struct who *w)
 		if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, 8) != 0 ||
 		    write(p[1], "R", 1) != 1)
 			_exit(2);
-		for (;;) {
-			uint8_t head[4], body[256];
-			uint32_t len;
-			char letter;
-
-			if ((fd = accept(lfd, NULL, NULL)) < 0)
-				_exit(3);
-			while (read_full(fd, head, 4) == 0) {
-				len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 |
-				      head[3];
-				if (len < 2 || len > sizeof body || read_full(fd, body, len) != 0)
-					break;
-				letter = body[1] == LK_OP_KEY_HANDOFF     ? 'K'
-				         : body[1] == LK_OP_SESSION_OPEN  ? 'O'
-				         : body[1] == LK_OP_SESSION_CLOSE ? 'C'
-				                                          : '?';
-				if (write(p[1], &letter, 1) != 1 || write(fd, "\0\0\0\x06\x01\0\0\0\0\0", 10) != 10)
-					break;
-			}
-			close(fd);
-		}
+		if (kind == IMPOSTOR)
+			_exit(stand_in(lfd, p[1]));
+		snprintf(lfd_arg, sizeof lfd_arg, "%d", lfd);
+		snprintf(letters_arg, sizeof letters_arg, "%d", p[1]);
+		execve(agent_copy, argv, kind == PRELOADED ? preloaded : clean);
+		_exit(4);
 	}
 	close(p[1]);
 	pfd.fd = p[0], pfd.events = POLLIN;
@@ -221,6 +250,11 @@ static void agent_start(struct agent *a, const struct who *w)
 	      "stand-in agent for %s did not start", w->name);
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	a->ops = p[0];
+}
+
+static void agent_start(struct agent *a, const struct who *w)
+{
+	agent_start_as(a, w, GENUINE);
 }
 
 /* The letters received since the last call. */
@@ -240,7 +274,9 @@ static void agent_stop(struct agent *a, const struct who *w)
 
 	if (a->pid > 0) {
 		kill(a->pid, SIGKILL);
-		waitpid(a->pid, &status, __WALL);
+		/* The handler has run once waitpid returns: the signal came with the child's death. */
+		if (waitpid(a->pid, &status, __WALL) == a->pid && a->execed)
+			own_sigchld++;
 	}
 	if (a->ops >= 0)
 		close(a->ops);
@@ -439,6 +475,38 @@ static void test_only_services(void)
 	unlink(A.keybag);
 }
 
+/* Root hands the key only to the agent it trusts (peer.c): an impostor on the socket (another
+ * executable) and the trusted one started with LD_PRELOAD still get the session, but never the key,
+ * at auth or at open_session; the trusted one, started cleanly, gets it. */
+static void test_only_the_real_agent(void)
+{
+	static const struct {
+		enum stand_in_kind kind;
+		const char *what, *want_auth, *want_session;
+	} cases[] = {
+		{ IMPOSTOR, "an impostor", "", "O" },
+		{ PRELOADED, "the agent under LD_PRELOAD", "", "O" },
+		{ GENUINE, "the real agent", "K", "O" },
+	};
+	struct agent a;
+	pam_handle_t *h;
+	size_t i;
+
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		agent_start_as(&a, &A, cases[i].kind);
+		h = begin(&A);
+		become(h, &A);
+		CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+		CHECK(strcmp(agent_ops(&a), cases[i].want_auth) == 0, "%s: auth", cases[i].what);
+		pam_open_session(h, 0);
+		CHECK(strcmp(agent_ops(&a), cases[i].want_session) == 0, "%s: session", cases[i].what);
+		pam_end(h, PAM_SUCCESS);
+		agent_stop(&a, &A);
+	}
+	unlink(A.keybag);
+}
+
 static int service_file(const char *service, const char *authtok, const char *module, const char *options,
                         const char *extra)
 {
@@ -451,6 +519,22 @@ static int service_file(const char *service, const char *authtok, const char *mo
 	fprintf(f, "auth required %s\nauth optional %s %s %s\nsession optional %s %s %s\n", authtok, module, options,
 	        extra, module, options, extra);
 	return fclose(f) == 0 ? 0 : -1;
+}
+
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	ssize_t n = 0;
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			n = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out) != 0)
+		n = -1;
+	return in >= 0 && out >= 0 && n == 0 && chmod(to, mode) == 0 ? 0 : -1;
 }
 
 static int setup(const char *module, const char *authtok)
@@ -466,10 +550,15 @@ static int setup(const char *module, const char *authtok)
 	if (mkdir(confdir, 0755) != 0 || mkdir(path, 0755) != 0 || private_dir(A.keychain, &A) != 0 ||
 	    private_dir(B.keychain, &B) != 0 || private_dir(A.run, &A) != 0 || private_dir(B.run, &B) != 0)
 		return -1;
+	/* The agent the module trusts: a copy of this program where only root can change it. */
+	snprintf(path, sizeof path, "%s/bin", top);
+	snprintf(agent_copy, sizeof agent_copy, "%s/bin/agent", top);
+	if (mkdir(path, 0755) != 0 || copy_file("/proc/self/exe", agent_copy, 0755) != 0)
+		return -1;
 	snprintf(options, sizeof options,
-	         "keychain=%s/kc/%%u agent=/nonexistent/latchkeyd machine_secret=%s/machine/secret "
+	         "keychain=%s/kc/%%u agent=%s machine_secret=%s/machine/secret "
 	         "allow_weak_argon2 argon2_t=1 argon2_m=8192 argon2_p=1 auto_create debug",
-	         top, top);
+	         top, agent_copy, top);
 	return service_file(SERVICE, authtok, module, options, "") == 0 &&
 	                       service_file(SERVICE "-off", authtok, module, options,
 	                                    "only_services=login,sshd," SERVICE "-o") == 0 &&
@@ -485,6 +574,10 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	int rc, status;
 
+	if (argc == 4 && strcmp(argv[1], "--stand-in") == 0)
+		return stand_in(atoi(argv[2]), atoi(argv[3]));
+	if (argc > 1 && strcmp(argv[1], "--daemon") == 0)
+		return 0; /* started by the module: as an agent that found another one serving */
 	if (argc != 3 || realpath(argv[1], module) == NULL || realpath(argv[2], authtok) == NULL) {
 		fprintf(stderr, "usage: test_pam pam_latchkey.so test_authtok.so\n");
 		return 2;
@@ -495,6 +588,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	alarm(120); /* a hang (an Argon2 run beyond the limits, a child waited for forever) fails the test */
+	/* A harmless library to preload: the stand-in for pam_unix. */
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", authtok);
 	if ((rc = setup(module, authtok)) != 0) {
 		printf("test_pam: %s\n", rc > 0 ? "skipped (needs the users nobody and daemon)" : "setup failed");
 		return rc > 0 ? 0 : 1;
@@ -508,8 +603,10 @@ int main(int argc, char **argv)
 	test_create_stays_with_its_user();
 	test_limits();
 	test_only_services();
+	test_only_the_real_agent();
 
-	CHECK(sigchld_seen == 0, "the application's SIGCHLD handler ran %d times", (int)sigchld_seen);
+	CHECK(sigchld_seen == own_sigchld, "the application's SIGCHLD handler ran %d times for the module",
+	      (int)sigchld_seen - own_sigchld);
 	CHECK(sigaction(SIGCHLD, NULL, &sa) == 0 && sa.sa_handler == on_sigchld, "SIGCHLD disposition changed");
 	CHECK(waitpid(-1, &status, WNOHANG | __WALL) == -1 && errno == ECHILD, "a child of the module is left behind");
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
