@@ -128,6 +128,10 @@ static pid_t start(const char *exe, enum mode mode, char *const env[])
 	snprintf(fd_arg, sizeof fd_arg, "%d", lfd);
 	snprintf(mode_arg, sizeof mode_arg, "%d", (int)mode);
 	if ((pid = fork()) == 0) {
+		/* The loader complains about LD_AUDIT=/nonexistent.so; the checks say what went wrong. */
+		int null = open("/dev/null", O_WRONLY);
+		if (null < 0 || dup2(null, 2) < 0)
+			_exit(4);
 		execve(exe, argv, env);
 		_exit(4);
 	}
