@@ -1,13 +1,15 @@
-/* The agent side of pam_latchkey: find and check the user's agent socket, speak the three hand-off
- * opcodes (docs/PROTOCOL.md framing), and start latchkeyd as the user when none runs. */
+/* The agent side of pam_latchkey: find and check the user's agent socket, speak hello and the three
+ * hand-off opcodes (docs/PROTOCOL.md framing), and start latchkeyd as the user when none runs. */
 #include "latchkey.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -139,17 +141,57 @@ static int send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline)
 	return 0;
 }
 
-static int recv_all(int fd, uint8_t *buf, size_t len, int64_t deadline)
+/* Who must have written what recv_all reads: with it, the socket has SO_PASSCRED, so every chunk
+ * the kernel hands over carries its writer's pid and uid (SCM_CREDENTIALS, which a process cannot
+ * forge for another), and a chunk never mixes two writers. pid 0: whoever writes the first chunk. */
+struct sender {
+	uid_t uid;
+	pid_t pid;
+};
+
+/* One recv, and when `who` is given, the check of the chunk's writer. An SCM_RIGHTS a hostile peer
+ * adds does not fit the buffer, so the kernel installs none of its descriptors here (MSG_CTRUNC). */
+static ssize_t recv_chunk(int fd, uint8_t *buf, size_t len, struct sender *who)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} ctl;
+	struct iovec iov = { buf, len };
+	struct msghdr msg;
+	struct cmsghdr *cm;
+	struct ucred uc;
+	ssize_t n;
+
+	if (who == NULL)
+		return recv(fd, buf, len, MSG_DONTWAIT);
+	memset(&msg, 0, sizeof msg);
+	msg.msg_iov = &iov, msg.msg_iovlen = 1;
+	msg.msg_control = ctl.buf, msg.msg_controllen = sizeof ctl.buf;
+	if ((n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) <= 0)
+		return n;
+	cm = CMSG_FIRSTHDR(&msg);
+	if ((msg.msg_flags & MSG_CTRUNC) || cm == NULL || cm->cmsg_level != SOL_SOCKET ||
+	    cm->cmsg_type != SCM_CREDENTIALS || cm->cmsg_len != CMSG_LEN(sizeof uc))
+		return errno = EPERM, -1;
+	memcpy(&uc, CMSG_DATA(cm), sizeof uc);
+	if (uc.uid != who->uid || uc.pid <= 0 || (who->pid != 0 && uc.pid != who->pid))
+		return errno = EPERM, -1;
+	who->pid = uc.pid;
+	return n;
+}
+
+static int recv_all(int fd, uint8_t *buf, size_t len, int64_t deadline, struct sender *who)
 {
 	ssize_t n;
 
 	while (len > 0) {
-		n = recv(fd, buf, len, MSG_DONTWAIT);
+		n = recv_chunk(fd, buf, len, who);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_ready(fd, POLLIN, deadline) == 0)
 			continue;
-		if (n <= 0) /* error, deadline or EOF inside a frame */
+		if (n <= 0) /* error, deadline, EOF inside a frame, or a chunk from another writer */
 			return -1;
 		buf += n;
 		len -= (size_t)n;
@@ -159,8 +201,9 @@ static int recv_all(int fd, uint8_t *buf, size_t len, int64_t deadline)
 
 /* One request, one response: `u32 len || 1 || opcode || body`, then reads the response frame whole
  * (so the connection stays usable) and returns its i32 status, all within LK_CALL_TIMEOUT_MS. The
- * request is wiped after sending: the key hand-off carries M and DF. */
-int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *status)
+ * request is wiped after sending: the key hand-off carries M and DF. With `who`, every byte of the
+ * response must come from that writer (struct sender). */
+static int call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *status, struct sender *who)
 {
 	uint8_t frame[4 + 2 + MAX_BODY], head[6], skip[256];
 	uint32_t plen = (uint32_t)(len + 2), rlen;
@@ -179,16 +222,37 @@ int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *
 		memcpy(frame + 6, body, len);
 	rc = send_all(fd, frame, 6 + len, deadline);
 	lk_wipe(frame, sizeof frame);
-	if (rc != 0 || recv_all(fd, head, 4, deadline) != 0)
+	if (rc != 0 || recv_all(fd, head, 4, deadline, who) != 0)
 		return -1;
 	rlen = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
 	/* Cap before reading: at least version and status, at most a status with a message. */
-	if (rlen < 6 || rlen > MAX_RESPONSE || recv_all(fd, head, 6, deadline) != 0 || head[0] != WIRE_VERSION)
+	if (rlen < 6 || rlen > MAX_RESPONSE || recv_all(fd, head, 6, deadline, who) != 0 || head[0] != WIRE_VERSION)
 		return -1;
 	*status = (int32_t)((uint32_t)head[1] << 24 | (uint32_t)head[2] << 16 | (uint32_t)head[3] << 8 | head[4]);
 	for (rlen -= 6; rlen > 0; rlen -= (uint32_t)(rlen < sizeof skip ? rlen : sizeof skip))
-		if (recv_all(fd, skip, rlen < sizeof skip ? rlen : sizeof skip, deadline) != 0)
+		if (recv_all(fd, skip, rlen < sizeof skip ? rlen : sizeof skip, deadline, who) != 0)
 			return -1;
+	return 0;
+}
+
+int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *status)
+{
+	return call(fd, opcode, body, len, status, NULL);
+}
+
+/* hello, answered with status 0 entirely by one process of `uid`: *pid when it is not 0, else
+ * whichever (then *pid says which). SO_PASSCRED is set before the request, so the answer carries
+ * credentials from its first byte. 0, or -1. */
+int lk_agent_hello(int fd, uid_t uid, pid_t *pid)
+{
+	struct sender who = { uid, *pid };
+	int32_t status = -1;
+	int on = 1;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0 ||
+	    call(fd, LK_OP_HELLO, NULL, 0, &status, &who) != 0 || status != 0)
+		return -1;
+	*pid = who.pid;
 	return 0;
 }
 
@@ -263,7 +327,8 @@ static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[
                         const char *sockdir)
 {
 	struct stat st;
-	int fd, nul, dir, log;
+	int fd, nul, dir, log, status = 0;
+	pid_t parent, pid;
 
 	lk_child_reset(ready_fd);
 	/* Keep the pipe away from 0-3 while those are rearranged; F_DUPFD clears FD_CLOEXEC. */
@@ -291,8 +356,20 @@ static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[
 	if (syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
 		for (fd = 4; fd < 1024; fd++)
 			close(fd);
-	execve(argv[0], argv, envp);
-	_exit(EXIT_EXEC);
+	/* execve gives a process back the exit signal SIGCHLD that lk_fork_quiet took away: the
+	 * application would be signalled when the agent's first process exits, and could reap it. So
+	 * that process is our child instead, killed with us (a deadline), and we pass on how it ended. */
+	parent = getpid();
+	if ((pid = lk_fork_quiet()) == 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
+			_exit(EXIT_EXEC);
+		execve(argv[0], argv, envp);
+		_exit(EXIT_EXEC);
+	}
+	close(3); /* the readiness pipe is the agent's: its end of file is the agent's exit */
+	while (pid > 0 && waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+		;
+	_exit(pid < 0 ? EXIT_EXEC : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 /* Starts `agent --daemon --keychain DIR` as the user and waits (at most 5 s) until it listens:

@@ -86,6 +86,7 @@ LK_HIDDEN int lk_machine_secret(const char *path, uint8_t out[LK_KEY_LEN]);
 LK_HIDDEN void lk_tmp_suffix(char out[17]);
 
 /* handoff.c: the agent's socket (docs/PROTOCOL.md and the hand-off opcodes). */
+enum { LK_OP_HELLO = 0x01 }; /* answered to root too: how peer.c learns who serves the socket */
 enum { LK_OP_KEY_HANDOFF = 0x30, LK_OP_SESSION_OPEN = 0x31, LK_OP_SESSION_CLOSE = 0x32, LK_TOKEN_LEN = 16 };
 /* sessionOpenWithDetails: the token, then {"logind": XDG_SESSION_ID} (at most LK_LOGIND_ID_MAX letters and
  * digits); an agent that predates it answers LK_STATUS_UNIMPLEMENTED (errSecUnimplemented). */
@@ -105,9 +106,14 @@ enum { LK_CALL_TIMEOUT_MS = 5000 };
 
 LK_HIDDEN int lk_agent_connect(const char *sockdir, uid_t uid, const char **why);
 LK_HIDDEN int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *status);
+LK_HIDDEN int lk_agent_hello(int fd, uid_t uid, pid_t *pid);
 LK_HIDDEN int lk_agent_trusted(const char *path, char *resolved, size_t cap, const char **why);
 LK_HIDDEN int lk_agent_start(const struct lk_user *u, const char *agent, const char *keychain, const char *sockdir,
                              const char *runtime_env, const char **why);
+
+/* peer.c: whether the process serving the connection `fd` is the real agent, as root can tell: 0, or
+ * -1 with `why` (and `*pid`, the process that answered, or 0). Before every key hand-off by root. */
+LK_HIDDEN int lk_agent_genuine(int fd, const char *agent, uid_t uid, pid_t *pid, const char **why);
 
 /* child.c: children of the login process. The module runs inside someone else's program, so a
  * child never touches the application's SIGCHLD (lk_fork_quiet), starts from a clean slate before it

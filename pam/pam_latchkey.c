@@ -281,9 +281,18 @@ static void put32(uint8_t *b, uint32_t v)
 static int handoff(struct ctx *c, int fd, const struct stash *s)
 {
 	uint8_t body[4 + LK_KEY_LEN + 4 + LK_KEY_LEN];
+	const char *why = "";
 	int32_t status = 0;
+	pid_t pid = 0;
 	int rc;
 
+	/* As root, only to the real agent (peer.c). As the user (a screen locker) the module can see no
+	 * more of the agent, which is not dumpable, than any other process of the user could. */
+	if (geteuid() == 0 && lk_agent_genuine(fd, c->opt.agent, c->user.uid, &pid, &why) != 0) {
+		LOG(c, LOG_ERR, "not handing the key of %s to the process (pid %ld) serving %s: %s", c->user.name,
+		    (long)pid, c->sockdir, why);
+		return -1;
+	}
 	put32(body, LK_KEY_LEN);
 	memcpy(body + 4, s->master, LK_KEY_LEN);
 	put32(body + 4 + LK_KEY_LEN, s->has_df ? LK_KEY_LEN : 0);

@@ -46,8 +46,9 @@ enum AgentLauncher {
         posix_spawn_file_actions_addopen(&actions, 2, endpoint.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 3)  // dup2 clears FD_CLOEXEC on fd 3
 
-        var environment = Environment.entries().filter {
-            !$0.hasPrefix("LATCHKEY_READY_FD=") && !$0.hasPrefix("LISTEN_PID=") && !$0.hasPrefix("LISTEN_FDS=")
+        var environment = Environment.entries().filter { entry in
+            !entry.hasPrefix("LATCHKEY_READY_FD=") && !entry.hasPrefix("LISTEN_PID=") && !entry.hasPrefix("LISTEN_FDS=")
+                && !codeVariables.contains { entry.hasPrefix($0) }
         }
         environment.append("LATCHKEY_READY_FD=3")
         let arguments = [executable, "--daemon"]
@@ -81,6 +82,16 @@ enum AgentLauncher {
     private static func fail(_ message: String) -> Result<Started, StartFailure> {
         .failure(StartFailure(message: message))
     }
+
+    /// Variables that would put code or programs of the caller's choosing into the agent (the dynamic
+    /// loader's, glibc's iconv modules, OpenSSL's configuration and modules, the Swift runtime's crash
+    /// handler). The agent needs none of them, and pam_latchkey hands no key to an agent started with
+    /// one (pam/peer.c keeps the same list), so a shell that sets LD_LIBRARY_PATH does not leave the
+    /// keychain locked at every login.
+    static let codeVariables = [
+        "LD_PRELOAD=", "LD_LIBRARY_PATH=", "LD_AUDIT=", "GCONV_PATH=", "OPENSSL_CONF=", "OPENSSL_MODULES=",
+        "OPENSSL_ENGINES=", "SWIFT_BACKTRACE=",
+    ]
 
     /// `$LATCHKEYD`, else `latchkeyd` next to the running executable, else the first on PATH.
     static func agentExecutable() -> String? {

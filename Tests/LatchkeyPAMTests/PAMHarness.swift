@@ -127,7 +127,9 @@ class PAMTestCase: XCTestCase {
         try TestProcess.run(arguments[0], Array(arguments.dropFirst()), input: input)
     }
 
-    /// Runs a command as the test user with the environment a login session would give it.
+    /// Runs a command as the test user with the environment a login session would give it. The CLI
+    /// starts the same agent the module trusts (as an installed latchkey does): root hands keys to
+    /// no other executable.
     @discardableResult
     func asUser(_ arguments: [String], input: String? = nil) throws -> Output {
         try Self.run(
@@ -135,7 +137,7 @@ class PAMTestCase: XCTestCase {
                 "/usr/bin/setpriv", "--reuid", String(uid), "--regid", String(gid), "--init-groups",
                 "/usr/bin/env", "-i", "HOME=\(home)", "USER=\(user)", "LOGNAME=\(user)", "PATH=/usr/bin:/bin",
                 "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(home)/.local/share",
-                "LATCHKEYD=\(Self.binDirectory)/latchkeyd",
+                "LATCHKEYD=\(agentPath)",
             ] + arguments, input: input)
     }
 

@@ -7,19 +7,21 @@
  *     B's out-of-step marker, write a false one, or create B's keychain with A's password;
  *   - the session token is used only for the user whose session was opened;
  *   - open_session registers the session (sessionOpen) before it hands over the key (keyHandoff);
- *   - it sends the logind session id (XDG_SESSION_ID) when there is a valid one, and falls back to
- *     sessionOpen for an agent that predates that (the stand-ins answer errSecUnimplemented);
  *   - a keybag beyond the PAM limits is never derived from (t = 2^32 - 1 would hang the login);
  *   - only_services= restricts the module to the services listed;
+ *   - root hands the key only to the real agent: the stand-ins run a copy of this program that the
+ *     module is configured to trust as its agent; an impostor (this program itself, another file) and
+ *     the copy started with LD_PRELOAD get nothing;
  *   - the module never runs the application's SIGCHLD handler and leaves no child behind.
  *
  * Needs root (the module and the stand-ins act as the users); skipped otherwise.
- * Usage: test_pam /abs/pam_latchkey.so /abs/tests/test_authtok.so */
+ * Usage: test_pam /abs/pam_latchkey.so /abs/tests/test_authtok.so
+ * (and, as the stand-in agent, test_pam --stand-in LISTEN_FD LETTERS_FD; as an agent the module
+ * starts when none runs, --daemon ...: it exits at once, as one that found another agent serving) */
 #include "latchkey.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ctype.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -50,14 +52,15 @@ struct who {
 
 struct agent {
 	pid_t pid;
-	int ops; /* read end: one letter per request, K keyHandoff, O sessionOpen, C sessionClose, D
-	          * sessionOpenWithDetails for logind session "c5" (d for any other body) */
+	int execed; /* ran execve: the kernel gave it back the exit signal SIGCHLD */
+	int ops; /* read end: one letter per request, K keyHandoff, O sessionOpen, C sessionClose */
 };
 
 static char top[] = "/tmp/lk-pam-driver-XXXXXX";
-static char confdir[300];
+static char confdir[300], agent_copy[300], preload[PATH_MAX + 16];
 static struct who A, B;
 static volatile sig_atomic_t sigchld_seen;
+static int own_sigchld; /* of those, the ones our own stand-ins sent */
 
 static void on_sigchld(int sig)
 {
@@ -170,38 +173,56 @@ static int read_full(int fd, uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* The letter for a request (see struct agent). */
-static char request_letter(const uint8_t *body, uint32_t len)
+/* The stand-in's work, in the process the module checks: answers every request on connections to
+ * `lfd` with status 0, after writing its letter to `letters` (so it is there before the module has
+ * its answer); hello gets no letter. */
+static int stand_in(int lfd, int letters)
 {
-	/* token || {"logind": "c5"} (docs/PROTOCOL.md) */
-	static const uint8_t c5[] = "\x08\0\0\0\x01\0\0\0\x06logind\x01\0\0\0\x02"
-				    "c5";
+	int fd;
 
-	if (body[1] != LK_OP_SESSION_OPEN_DETAILS)
-		return body[1] == LK_OP_KEY_HANDOFF     ? 'K'
-		       : body[1] == LK_OP_SESSION_OPEN  ? 'O'
-		       : body[1] == LK_OP_SESSION_CLOSE ? 'C'
-		                                        : '?';
-	return len == 2 + LK_TOKEN_LEN + sizeof c5 - 1 && memcmp(body + 2 + LK_TOKEN_LEN, c5, sizeof c5 - 1) == 0 ? 'D'
-	                                                                                                          : 'd';
+	for (;;) {
+		uint8_t head[4], body[256];
+		uint32_t len;
+		char letter;
+
+		if ((fd = accept(lfd, NULL, NULL)) < 0)
+			return 3;
+		while (read_full(fd, head, 4) == 0) {
+			len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
+			if (len < 2 || len > sizeof body || read_full(fd, body, len) != 0)
+				break;
+			letter = body[1] == LK_OP_KEY_HANDOFF     ? 'K'
+			         : body[1] == LK_OP_SESSION_OPEN  ? 'O'
+			         : body[1] == LK_OP_SESSION_CLOSE ? 'C'
+			         : body[1] == LK_OP_HELLO         ? 0
+			                                          : '?';
+			if ((letter != 0 && write(letters, &letter, 1) != 1) ||
+			    write(fd, "\0\0\0\x06\x01\0\0\0\0\0", 10) != 10)
+				break;
+		}
+		close(fd);
+	}
 }
 
-/* Listens on <run>/latchkey/agent.sock as `w`; answers every request with status 0 (but
- * sessionOpenWithDetails with -4, as an agent that predates it), after writing its letter to the pipe
- * (so it is there before the module has its answer). */
-static void agent_start(struct agent *a, const struct who *w)
-{
-	char sockdir[300], ready = 0;
-	struct sockaddr_un addr;
-	static const char success[] = "\0\0\0\x06\x01\0\0\0\0\0",
-			  unimplemented[] = "\0\0\0\x06\x01\xff\xff\xff\xfc\0"; /* status -4 */
-	struct pollfd pfd;
-	int p[2], lfd, fd;
+/* How a stand-in runs: the agent the module trusts (its copy, a clean environment), the same under
+ * LD_PRELOAD, or an impostor (this program, not the copy: another file). */
+enum stand_in_kind { GENUINE, PRELOADED, IMPOSTOR };
 
-	a->pid = -1, a->ops = -1;
+/* Listens on <run>/latchkey/agent.sock as `w`, then becomes the stand-in (stand_in). */
+static void agent_start_as(struct agent *a, const struct who *w, enum stand_in_kind kind)
+{
+	char sockdir[300], ready = 0, lfd_arg[16], letters_arg[16];
+	char *argv[] = { agent_copy, (char *)"--stand-in", lfd_arg, letters_arg, NULL };
+	char *clean[] = { NULL }, *preloaded[] = { preload, NULL };
+	struct sockaddr_un addr;
+	struct pollfd pfd;
+	int p[2], lfd;
+
+	a->pid = -1, a->ops = -1, a->execed = kind != IMPOSTOR;
 	if (pipe(p) != 0)
 		return;
-	if ((a->pid = lk_fork_quiet()) == 0) { /* quiet too: no SIGCHLD from the stand-ins either */
+	/* Quiet too, but an exec brings SIGCHLD back: agent_stop counts those as the test's own. */
+	if ((a->pid = lk_fork_quiet()) == 0) {
 		close(p[0]);
 		snprintf(sockdir, sizeof sockdir, "%s/latchkey", w->run);
 		memset(&addr, 0, sizeof addr);
@@ -216,25 +237,12 @@ static void agent_start(struct agent *a, const struct who *w)
 		if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, 8) != 0 ||
 		    write(p[1], "R", 1) != 1)
 			_exit(2);
-		for (;;) {
-			uint8_t head[4], body[256];
-			uint32_t len;
-			char letter;
-
-			if ((fd = accept(lfd, NULL, NULL)) < 0)
-				_exit(3);
-			while (read_full(fd, head, 4) == 0) {
-				len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 |
-				      head[3];
-				if (len < 2 || len > sizeof body || read_full(fd, body, len) != 0)
-					break;
-				letter = request_letter(body, len);
-				if (write(p[1], &letter, 1) != 1 ||
-				    write(fd, tolower(letter) == 'd' ? unimplemented : success, 10) != 10)
-					break;
-			}
-			close(fd);
-		}
+		if (kind == IMPOSTOR)
+			_exit(stand_in(lfd, p[1]));
+		snprintf(lfd_arg, sizeof lfd_arg, "%d", lfd);
+		snprintf(letters_arg, sizeof letters_arg, "%d", p[1]);
+		execve(agent_copy, argv, kind == PRELOADED ? preloaded : clean);
+		_exit(4);
 	}
 	close(p[1]);
 	pfd.fd = p[0], pfd.events = POLLIN;
@@ -242,6 +250,11 @@ static void agent_start(struct agent *a, const struct who *w)
 	      "stand-in agent for %s did not start", w->name);
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	a->ops = p[0];
+}
+
+static void agent_start(struct agent *a, const struct who *w)
+{
+	agent_start_as(a, w, GENUINE);
 }
 
 /* The letters received since the last call. */
@@ -261,7 +274,9 @@ static void agent_stop(struct agent *a, const struct who *w)
 
 	if (a->pid > 0) {
 		kill(a->pid, SIGKILL);
-		waitpid(a->pid, &status, __WALL);
+		/* The handler has run once waitpid returns: the signal came with the child's death. */
+		if (waitpid(a->pid, &status, __WALL) == a->pid && a->execed)
+			own_sigchld++;
 	}
 	if (a->ops >= 0)
 		close(a->ops);
@@ -460,32 +475,36 @@ static void test_only_services(void)
 	unlink(A.keybag);
 }
 
-/* pam_systemd's XDG_SESSION_ID goes to the agent with the session (sessionOpenWithDetails); the
- * stand-in answers as an agent that predates it, and the module registers the session again without
- * it on the same connection. An id logind would not make is not sent at all. */
-static void test_logind_session_id(void)
+/* Root hands the key only to the agent it trusts (peer.c): an impostor on the socket (another
+ * executable) and the trusted one started with LD_PRELOAD still get the session, but never the key,
+ * at auth or at open_session; the trusted one, started cleanly, gets it. */
+static void test_only_the_real_agent(void)
 {
-	static const char *const bad[] = { "XDG_SESSION_ID=", "XDG_SESSION_ID=c-5",
-		                           "XDG_SESSION_ID=c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c" };
+	static const struct {
+		enum stand_in_kind kind;
+		const char *what, *want_auth, *want_session;
+	} cases[] = {
+		{ IMPOSTOR, "an impostor", "", "O" },
+		{ PRELOADED, "the agent under LD_PRELOAD", "", "O" },
+		{ GENUINE, "the real agent", "K", "O" },
+	};
 	struct agent a;
 	pam_handle_t *h;
 	size_t i;
 
-	agent_start(&a, &A);
-	h = begin(&A);
-	become(h, &A);
-	CHECK(pam_putenv(h, "XDG_SESSION_ID=c5") == PAM_SUCCESS && pam_open_session(h, 0) == PAM_SUCCESS,
-	      "open_session");
-	CHECK(strcmp(agent_ops(&a), "DO") == 0, "want sessionOpenWithDetails with c5, then sessionOpen");
-	pam_end(h, PAM_SUCCESS);
-	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		agent_start_as(&a, &A, cases[i].kind);
 		h = begin(&A);
 		become(h, &A);
-		CHECK(pam_putenv(h, bad[i]) == PAM_SUCCESS && pam_open_session(h, 0) == PAM_SUCCESS, "open_session");
-		CHECK(strcmp(agent_ops(&a), "O") == 0, "%s: want sessionOpen alone", bad[i]);
+		CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+		CHECK(strcmp(agent_ops(&a), cases[i].want_auth) == 0, "%s: auth", cases[i].what);
+		pam_open_session(h, 0);
+		CHECK(strcmp(agent_ops(&a), cases[i].want_session) == 0, "%s: session", cases[i].what);
 		pam_end(h, PAM_SUCCESS);
+		agent_stop(&a, &A);
 	}
-	agent_stop(&a, &A);
+	unlink(A.keybag);
 }
 
 static int service_file(const char *service, const char *authtok, const char *module, const char *options,
@@ -502,6 +521,22 @@ static int service_file(const char *service, const char *authtok, const char *mo
 	return fclose(f) == 0 ? 0 : -1;
 }
 
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	ssize_t n = 0;
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			n = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out) != 0)
+		n = -1;
+	return in >= 0 && out >= 0 && n == 0 && chmod(to, mode) == 0 ? 0 : -1;
+}
+
 static int setup(const char *module, const char *authtok)
 {
 	char path[400], options[1200];
@@ -515,10 +550,15 @@ static int setup(const char *module, const char *authtok)
 	if (mkdir(confdir, 0755) != 0 || mkdir(path, 0755) != 0 || private_dir(A.keychain, &A) != 0 ||
 	    private_dir(B.keychain, &B) != 0 || private_dir(A.run, &A) != 0 || private_dir(B.run, &B) != 0)
 		return -1;
+	/* The agent the module trusts: a copy of this program where only root can change it. */
+	snprintf(path, sizeof path, "%s/bin", top);
+	snprintf(agent_copy, sizeof agent_copy, "%s/bin/agent", top);
+	if (mkdir(path, 0755) != 0 || copy_file("/proc/self/exe", agent_copy, 0755) != 0)
+		return -1;
 	snprintf(options, sizeof options,
-	         "keychain=%s/kc/%%u agent=/nonexistent/latchkeyd machine_secret=%s/machine/secret "
+	         "keychain=%s/kc/%%u agent=%s machine_secret=%s/machine/secret "
 	         "allow_weak_argon2 argon2_t=1 argon2_m=8192 argon2_p=1 auto_create debug",
-	         top, top);
+	         top, agent_copy, top);
 	return service_file(SERVICE, authtok, module, options, "") == 0 &&
 	                       service_file(SERVICE "-off", authtok, module, options,
 	                                    "only_services=login,sshd," SERVICE "-o") == 0 &&
@@ -534,6 +574,10 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	int rc, status;
 
+	if (argc == 4 && strcmp(argv[1], "--stand-in") == 0)
+		return stand_in(atoi(argv[2]), atoi(argv[3]));
+	if (argc > 1 && strcmp(argv[1], "--daemon") == 0)
+		return 0; /* started by the module: as an agent that found another one serving */
 	if (argc != 3 || realpath(argv[1], module) == NULL || realpath(argv[2], authtok) == NULL) {
 		fprintf(stderr, "usage: test_pam pam_latchkey.so test_authtok.so\n");
 		return 2;
@@ -544,6 +588,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	alarm(120); /* a hang (an Argon2 run beyond the limits, a child waited for forever) fails the test */
+	/* A harmless library to preload: the stand-in for pam_unix. */
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", authtok);
 	if ((rc = setup(module, authtok)) != 0) {
 		printf("test_pam: %s\n", rc > 0 ? "skipped (needs the users nobody and daemon)" : "setup failed");
 		return rc > 0 ? 0 : 1;
@@ -557,9 +603,10 @@ int main(int argc, char **argv)
 	test_create_stays_with_its_user();
 	test_limits();
 	test_only_services();
-	test_logind_session_id();
+	test_only_the_real_agent();
 
-	CHECK(sigchld_seen == 0, "the application's SIGCHLD handler ran %d times", (int)sigchld_seen);
+	CHECK(sigchld_seen == own_sigchld, "the application's SIGCHLD handler ran %d times for the module",
+	      (int)sigchld_seen - own_sigchld);
 	CHECK(sigaction(SIGCHLD, NULL, &sa) == 0 && sa.sa_handler == on_sigchld, "SIGCHLD disposition changed");
 	CHECK(waitpid(-1, &status, WNOHANG | __WALL) == -1 && errno == ECHILD, "a child of the module is left behind");
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
