@@ -142,7 +142,7 @@ package final class AgentServer: @unchecked Sendable {
                     message: "only root (pam_latchkey, in the login process) may open or close login sessions")
             } else {
                 response = service.handle(request, caller: caller) {
-                    PeerProcess.of(connection: fd, pid: caller.pid)
+                    PeerProcess.of(connection: fd, pid: caller.pid) { mailbox.room.request(wake: mailbox.wake) }
                 }
             }
             if let value = response.value,
