@@ -122,7 +122,7 @@ let package = Package(
             name: "Latchkey",
             dependencies: [
                 "LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
-                "LatchkeyCrypto", "LatchkeySystem", systemPackage,
+                "LatchkeyCrypto", "LatchkeySystem", "CLatchkeySystem", systemPackage,
             ]),
         // LatchkeyCrypto only for file formats (PEM, DER, PKCS#8, PKCS#12) in import and export; every
         // keychain operation goes through the public library.

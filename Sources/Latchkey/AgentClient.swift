@@ -2,7 +2,6 @@ import LatchkeyModel
 import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
-import SystemPackage
 
 #if canImport(Glibc)
     import Glibc
@@ -122,11 +121,20 @@ final class AgentClient: Sendable {
     }
 
     /// Connects to the agent, starting it if nothing listens. Returns a failure response, or nil.
+    ///
+    /// Every connect is bounded by the start time (`AgentSocket`): an agent that does not accept (stopped,
+    /// with a full backlog) is reported, not waited for forever, and no agent is started beside it.
     private func connectOrStart(_ fd: inout Int32) -> Response? {
         let endpoint = AgentEndpoint.current()
-        if let connected = connect(endpoint.socketPath) {
+        let startTime = Duration.milliseconds(AgentClient.startTimeoutMilliseconds)
+        switch AgentSocket.connect(endpoint, deadline: .now + startTime) {
+        case .connected(let connected):
             fd = connected
             return nil
+        case .refused(let why):
+            return unavailable(why)
+        case .nothingListens:
+            break
         }
         let started = AgentLauncher.start(
             endpoint: endpoint, timeoutMilliseconds: AgentClient.startTimeoutMilliseconds)
@@ -134,21 +142,30 @@ final class AgentClient: Sendable {
         case .failure(let failure):
             return unavailable(failure.message)
         case .success(.listening):
-            guard let connected = connect(endpoint.socketPath) else {
+            switch AgentSocket.connect(endpoint, deadline: .now + startTime) {
+            case .connected(let connected):
+                fd = connected
+                return nil
+            case .refused(let why):
+                return unavailable(why)
+            case .nothingListens:
                 return unavailable(
                     "the agent started but \(endpoint.socketPath) does not accept connections (see \(endpoint.logPath))"
                 )
             }
-            fd = connected
-            return nil
         case .success(.anotherAgentListens):
             // Another client started an agent at the same moment, and that one won the socket's lock: it
             // may still be opening the keychain before it listens, so wait for it within the start time.
-            let deadline = ContinuousClock.now + .milliseconds(AgentClient.startTimeoutMilliseconds)
+            let deadline = ContinuousClock.now + startTime
             while true {
-                if let connected = connect(endpoint.socketPath) {
+                switch AgentSocket.connect(endpoint, deadline: deadline) {
+                case .connected(let connected):
                     fd = connected
                     return nil
+                case .refused(let why):
+                    return unavailable(why)
+                case .nothingListens:
+                    break
                 }
                 guard ContinuousClock.now < deadline else {
                     return unavailable(
@@ -158,16 +175,6 @@ final class AgentClient: Sendable {
                 usleep(AgentClient.socketRetryMicroseconds)
             }
         }
-    }
-
-    /// A connected socket, or nil when nothing listens (missing socket, refused, or not ours).
-    private func connect(_ path: String) -> Int32? {
-        // Only a socket owned by us in a directory owned by us is trusted with our secrets; lstat, so a
-        // symbolic link planted in its place is refused.
-        guard let info = try? FilePath(path).stat(followTargetSymlink: false), info.type == .socket,
-            info.userID.rawValue == getuid()
-        else { return nil }
-        return try? LocalSocket.connect(to: path).rawValue
     }
 }
 

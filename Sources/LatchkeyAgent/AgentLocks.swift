@@ -16,7 +16,8 @@ import SystemPackage
 /// - the **keychain lock**, `agent.lock` in the keychain directory (`KeychainLocation.agentLockPath`):
 ///   one agent serves a given keychain, whatever socket it listens on. The socket lock alone could not
 ///   say so: a logout removes `$XDG_RUNTIME_DIR` (and the socket lock with it) while an agent may live
-///   on, and a client without `XDG_RUNTIME_DIR` looks in `/tmp/latchkey-UID`.
+///   on, and a client without `XDG_RUNTIME_DIR` (and without a logind runtime directory) looks in
+///   `/tmp/latchkey-UID`.
 ///
 /// The socket lock is tried first and never waited for. The keychain lock is then waited for, briefly:
 /// the agent that holds it serves another socket, and if that socket was removed (the logout above) it
@@ -53,20 +54,23 @@ package struct AgentLocks {
         if let problem = endpoint.prepareDirectory(create: true) {
             throw ListenerError(description: problem)
         }
-        let fd = try openLockFile(endpoint.lockPath, what: "the agent lock file")
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
-            let error = errno
-            close(fd)
-            guard error == EWOULDBLOCK else {
+        var attempts = 0
+        while true {
+            let fd = try openLockFile(endpoint.lockPath, what: "the agent lock file")
+            while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                if errno == EINTR { continue }
+                let error = errno
+                close(fd)
+                guard error == EWOULDBLOCK else {
+                    throw ListenerError(
+                        description: "cannot lock \(endpoint.lockPath): \(String(cString: strerror(error)))")
+                }
                 throw ListenerError(
-                    description: "cannot lock \(endpoint.lockPath): \(String(cString: strerror(error)))")
+                    description: "another latchkeyd already serves \(endpoint.socketPath)", alreadyRunning: true,
+                    socketTakenByAnother: true)
             }
-            throw ListenerError(
-                description: "another latchkeyd already serves \(endpoint.socketPath)", alreadyRunning: true,
-                socketTakenByAnother: true)
+            if try isStillAtPath(fd, endpoint.lockPath, attempts: &attempts) { return fd }
         }
-        return fd
     }
 
     /// Creates the keychain directory if needed (as `latchkey init` would), and locks `agent.lock` in
@@ -80,28 +84,61 @@ package struct AgentLocks {
         } catch {
             throw ListenerError(description: "cannot create the keychain directory \(error)")
         }
-        let fd = try openLockFile(keychain.agentLockPath, what: "the keychain lock file")
         let deadline = ContinuousClock.now + keychainWait
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let error = errno
-            if error == EINTR { continue }
-            guard error == EWOULDBLOCK else {
-                close(fd)
-                throw ListenerError(
-                    description: "cannot lock \(keychain.agentLockPath): \(String(cString: strerror(error)))")
+        var attempts = 0
+        while true {
+            let fd = try openLockFile(keychain.agentLockPath, what: "the keychain lock file")
+            while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                let error = errno
+                if error == EINTR { continue }
+                guard error == EWOULDBLOCK else {
+                    close(fd)
+                    throw ListenerError(
+                        description: "cannot lock \(keychain.agentLockPath): \(String(cString: strerror(error)))")
+                }
+                guard ContinuousClock.now < deadline else {
+                    let holder = recordedHolder(fd)
+                    close(fd)
+                    throw ListenerError(
+                        description: "another latchkeyd\(holder) already serves the keychain in \(keychain.directory)"
+                            + (socketPath.map { ", through another socket than \($0)" } ?? ""),
+                        alreadyRunning: true)
+                }
+                usleep(keychainRetryMicroseconds)
             }
-            guard ContinuousClock.now < deadline else {
-                let holder = recordedHolder(fd)
-                close(fd)
-                throw ListenerError(
-                    description: "another latchkeyd\(holder) already serves the keychain in \(keychain.directory)"
-                        + (socketPath.map { ", through another socket than \($0)" } ?? ""),
-                    alreadyRunning: true)
+            if try isStillAtPath(fd, keychain.agentLockPath, attempts: &attempts) {
+                recordHolder(fd, path: keychain.agentLockPath)
+                return fd
             }
-            usleep(keychainRetryMicroseconds)
         }
-        recordHolder(fd)
-        return fd
+    }
+
+    /// How many times a lock is taken again on a lock file that was replaced meanwhile before the agent
+    /// gives up (each replacement is someone else's doing; a few in a row mean something keeps at it).
+    static let maximumRelocks = 8
+
+    /// After `flock` on `fd` succeeded: whether `path` still names the file `fd` locked (same device and
+    /// inode, `lstat`). The lock belongs to the file, not the name: while this agent waited, the file may
+    /// have been deleted or replaced (renamed over) and another agent may hold the lock of the file now
+    /// at the path; the lock of the old one excludes nobody. Then `fd` is closed and false returned, and
+    /// the caller opens the path again and locks that; after `maximumRelocks` times it throws.
+    private static func isStillAtPath(_ fd: Int32, _ path: String, attempts: inout Int) throws(ListenerError)
+        -> Bool
+    {
+        var held = stat(), named = stat()
+        guard fstat(fd, &held) == 0 else {
+            let error = errno
+            close(fd)
+            throw ListenerError(description: "cannot examine \(path): \(String(cString: strerror(error)))")
+        }
+        if lstat(path, &named) == 0 && named.st_dev == held.st_dev && named.st_ino == held.st_ino { return true }
+        close(fd)
+        attempts += 1
+        guard attempts <= maximumRelocks else {
+            throw ListenerError(description: "\(path) keeps being replaced while it is locked; not starting")
+        }
+        AgentLog.warning("\(path) was replaced or removed while it was being locked; locking it again")
+        return false
     }
 
     /// A regular file of our own, never through a link and never blocking on a FIFO planted there.
@@ -123,7 +160,16 @@ package struct AgentLocks {
     /// Writes "PID HOST" into the keychain lock file, for the message a second agent logs (and for a
     /// person who wonders which agent holds it; the home directory may be shared between machines).
     /// Never read as an instruction: nothing is ever sent to that pid.
-    private static func recordHolder(_ fd: Int32) {
+    ///
+    /// Only into a file with one name: a lock file that is a hard link to another file of the user's is
+    /// locked all the same, but never truncated or written (the record is a courtesy, that file's
+    /// content is not ours to destroy).
+    private static func recordHolder(_ fd: Int32, path: String) {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_nlink == 1 else {
+            AgentLog.warning("\(path) has other names (hard links): not recording this agent's pid in it")
+            return
+        }
         var name = [CChar](repeating: 0, count: 256)
         let host =
             gethostname(&name, name.count - 1) == 0

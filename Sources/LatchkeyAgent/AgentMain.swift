@@ -149,6 +149,8 @@ package enum AgentMain {
         }
         if daemon { daemonize() }
         for warning in Hardening.apply() { AgentLog.warning(warning) }
+        // Before anything sizes itself from the limit (the connection cap, in AgentServer).
+        if let warning = ConnectionLimits.raiseDescriptorLimit() { AgentLog.warning(warning) }
 
         let location = KeychainLocation(directory: directory ?? defaultKeychainDirectory())
         let endpoint = AgentEndpoint.current()

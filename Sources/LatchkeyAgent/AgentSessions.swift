@@ -1,4 +1,3 @@
-import CLatchkeySystem
 import LatchkeyEngine
 import LatchkeyModel
 
@@ -11,10 +10,9 @@ import LatchkeyModel
 /// password class (docs/PROTOCOL.md, "Hand-off").
 extension AgentService {
     /// The watch for login processes, nil (logged) when the kernel gives none.
+    /// Each followed login process holds a descriptor (its pidfd): `AgentMain` has raised the open-file
+    /// limit for them (`ConnectionLimits.raiseDescriptorLimit`).
     static func makeExitWatch() -> ProcessExitWatch? {
-        // Each followed login process holds a descriptor (its pidfd): make room for as many as there may
-        // be sessions, beside the connections (a soft limit of 1024 is common).
-        _ = latchkey_raise_descriptor_limit(UInt64(SessionTracker.maximumSessions + 1024))
         guard let exits = ProcessExitWatch() else {
             AgentLog.warning(
                 "cannot watch login processes (epoll: \(String(cString: strerror(errno)))): a login session "

@@ -1,3 +1,4 @@
+import CLatchkeySystem
 import LatchkeySystem
 
 #if canImport(Glibc)
@@ -58,6 +59,27 @@ struct ConnectionLimits: Sendable {
     /// The accepted range of `LATCHKEY_CONNECTION_IDLE`, in seconds: never 0 (a connection closed at
     /// once would make every request reconnect), never so long that idle descriptors pile up for hours.
     static let idleTimeoutRange: ClosedRange<Double> = 1...3600
+
+    /// The open files the agent asks for at start: a pidfd for each login session it may follow
+    /// (`SessionTracker.maximumSessions`), the user's and root's connections at their caps, and the
+    /// reserve for its own files.
+    static let descriptorsWanted =
+        SessionTracker.maximumSessions + maximumUserConnections + rootConnections + reservedDescriptors
+
+    /// Raises the soft RLIMIT_NOFILE towards `descriptorsWanted`, never above the hard limit (a soft
+    /// limit of 1,024 is common, hard limits are usually far higher). Called once, early in `AgentMain`,
+    /// before `current()` sizes the connection cap from the limit: so the cap comes from the limit the
+    /// agent really has. Returns a warning when the hard limit leaves less than wanted.
+    static func raiseDescriptorLimit() -> String? {
+        let limit = latchkey_raise_descriptor_limit(UInt64(descriptorsWanted))
+        guard limit >= 0 else {
+            return "cannot raise the open-file limit: \(String(cString: strerror(errno)))"
+        }
+        guard limit < descriptorsWanted else { return nil }
+        return "the open-file limit is \(limit) (hard limit), below the \(descriptorsWanted) the agent wants: room for "
+            + "\(userConnections(descriptorLimit: rlim_t(limit))) of the user's connections, and idle ones are "
+            + "closed when a login session needs a descriptor"
+    }
 
     /// Idle time after which a connection is closed.
     var idleTimeout: Duration

@@ -78,6 +78,7 @@ final class ConnectionPoller {
                 open[peer] -= 1
             }
         }
+        mailbox.room.answer { evictForDescriptor() }
         expire(now: now)
         dispatch()
         return ready > 0 && pollFDs[0].revents != 0
@@ -110,8 +111,9 @@ final class ConnectionPoller {
         }
     }
 
-    /// The process is out of descriptors (accept failed with EMFILE or ENFILE): closes the oldest idle
-    /// connection, the user's first, and returns whether there was one.
+    /// The process is out of descriptors (accept failed with EMFILE or ENFILE, or a serving thread asked
+    /// through `DescriptorRoom`): closes the oldest idle connection, the user's first, and returns whether
+    /// there was one.
     func evictForDescriptor() -> Bool {
         guard let oldest = oldestParked(.user) ?? oldestParked(.root) else { return false }
         let victim = parked.remove(at: oldest)

@@ -60,6 +60,8 @@ final class WakePipe: Sendable {
 final class Mailbox: Sendable {
     private let ends = Locked<[WorkerEnd]>([])
     let wake: WakePipe
+    /// Serving threads' requests for a free descriptor, answered by the accept thread.
+    let room = DescriptorRoom()
 
     init() throws(ListenerError) {
         wake = try WakePipe()

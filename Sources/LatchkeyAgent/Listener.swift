@@ -47,7 +47,15 @@ struct Listener {
         guard locks.socketLockFD != nil else {
             throw ListenerError(description: "internal error: no lock is held for \(endpoint.socketPath)")
         }
-        // We hold the locks, so any socket file left behind is stale (a crashed agent): replace it.
+        // We hold the locks, so a socket file left behind is normally stale (a crashed agent): replace it,
+        // but only once a connect says nobody listens. A live socket there is not ours to remove: systemd's
+        // under socket activation (the activated agent takes no socket lock), or an agent that does not
+        // take the lock; removing it would cut its clients off while it runs on.
+        if let listener = liveListener(at: endpoint.socketPath) {
+            throw ListenerError(
+                description: "\(endpoint.socketPath): something listens on it already (\(listener)); not replacing it",
+                alreadyRunning: true)
+        }
         unlink(endpoint.socketPath)
         let socket: FileDescriptor
         do {
@@ -71,6 +79,26 @@ struct Listener {
         }
         chmod(endpoint.socketPath, 0o600)
         return Listener(fd: socket.rawValue, socketFile: file, ownsSocketFile: true)
+    }
+
+    /// What listens on `path`, or nil when nothing does (nothing there, or a file nobody listens on: a
+    /// non-blocking connect is refused or finds no file). Any other answer counts as live, on the safe side:
+    /// a connection that is accepted or queued, a full backlog (EAGAIN), or an error that says nothing.
+    private static func liveListener(at path: String) -> String? {
+        guard let probe = try? LocalSocket.makeStream() else { return "cannot make a socket to probe it" }
+        defer { try? probe.close() }
+        _ = fcntl(probe.rawValue, F_SETFL, fcntl(probe.rawValue, F_GETFL) | O_NONBLOCK)
+        do {
+            try LocalSocket.connect(probe, to: path)
+        } catch {
+            switch error {
+            case .connectionRefused, .noSuchFileOrDirectory: return nil
+            case .resourceTemporarilyUnavailable: return "its queue of new connections is full"
+            default: return "connect: \(error)"
+            }
+        }
+        guard let peer = PeerCredentials(fd: probe.rawValue) else { return "a process that accepts connections" }
+        return "pid \(peer.pid), uid \(peer.uid)"
     }
 
     /// Removes the socket file if we bound it and the path still names it (a clean exit).

@@ -43,12 +43,23 @@ package enum PeerProcess {
     /// The peer of `connection`, a connected Unix socket whose peer has not been answered yet (a pam_latchkey
     /// module waits for its reply, so it still holds its end). Tries `SO_PEERPIDFD` first, then the fallback
     /// where the kernel does not know it; `methods` chooses others (tests).
-    static func of(connection: Int32, pid: Int32, methods: [Method] = [.kernelReference, .pidWhileConnected])
-        -> PeerProcess
-    {
+    ///
+    /// Out of descriptors (EMFILE, ENFILE), it calls `makeRoom` once, which closes an idle connection of
+    /// the agent (`DescriptorRoom`), and tries again. Answering "busy" instead would be worse: the login
+    /// would hand over its key all the same, and with no session counted nothing would lock at logout;
+    /// if no room is made, the session counts until its close (`unknown`, logged).
+    static func of(
+        connection: Int32, pid: Int32, methods: [Method] = [.kernelReference, .pidWhileConnected],
+        makeRoom: () -> Bool = { false }
+    ) -> PeerProcess {
         var why = "no method to follow it"
+        var madeRoom = false
         for method in methods {
-            let descriptor = latchkey_peer_pidfd(connection, method.rawValue)
+            var descriptor = latchkey_peer_pidfd(connection, method.rawValue)
+            if descriptor < 0, errno == EMFILE || errno == ENFILE, !madeRoom {
+                madeRoom = true
+                if makeRoom() { descriptor = latchkey_peer_pidfd(connection, method.rawValue) }
+            }
             if descriptor >= 0 { return .running(ProcessHandle(descriptor: descriptor, pid: pid)) }
             let error = errno
             if error == ESRCH { return .gone }

@@ -136,9 +136,13 @@ package final class AgentServer: @unchecked Sendable {
                 response = Response(
                     status: SecStatus.authFailed, value: nil,
                     message: "uid \(caller.uid) may only hand off keys and open or close sessions")
+            } else if caller.uid != 0 && request.opcode.requiresRoot {
+                response = Response(
+                    status: SecStatus.authFailed, value: nil,
+                    message: "only root (pam_latchkey, in the login process) may open or close login sessions")
             } else {
                 response = service.handle(request, caller: caller) {
-                    PeerProcess.of(connection: fd, pid: caller.pid)
+                    PeerProcess.of(connection: fd, pid: caller.pid) { mailbox.room.request(wake: mailbox.wake) }
                 }
             }
             if let value = response.value,

@@ -5,9 +5,11 @@ import SystemPackage
     import Glibc
 #endif
 
-/// Where the agent listens: `$XDG_RUNTIME_DIR/latchkey/agent.sock`, or `/tmp/latchkey-UID/agent.sock`
-/// when `XDG_RUNTIME_DIR` is unset. The directory is private to the user (mode 0700, owned by the user,
-/// not a symlink); both the agent and its clients check that before trusting it (docs/PROTOCOL.md).
+/// Where the agent listens: `$XDG_RUNTIME_DIR/latchkey/agent.sock`; without `XDG_RUNTIME_DIR`,
+/// `/run/user/UID/latchkey/agent.sock` when the user has a logind runtime directory, else
+/// `/tmp/latchkey-UID/agent.sock` (`current()`). The directory is private to the user (mode 0700, owned
+/// by the user, not a symlink); both the agent and its clients check that before trusting it
+/// (docs/PROTOCOL.md §1).
 package struct AgentEndpoint: Sendable, Equatable {
     package var directory: String
 
@@ -22,12 +24,44 @@ package struct AgentEndpoint: Sendable, Equatable {
         self.directory = directory
     }
 
+    /// Where logind makes each user's runtime directory (`/run/user/UID`).
+    package static let userRuntimeRoot = "/run/user"
+
     /// The endpoint for the current user, from the environment.
     package static func current() -> AgentEndpoint {
-        if let runtime = Environment.value("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") {
+        current(runtimeDirectory: Environment.value("XDG_RUNTIME_DIR"), uid: getuid())
+    }
+
+    /// The endpoint for `uid` when `XDG_RUNTIME_DIR` is `runtimeDirectory` (docs/PROTOCOL.md §1):
+    ///
+    /// 1. `$XDG_RUNTIME_DIR/latchkey` when it is set to an absolute path;
+    /// 2. else `/run/user/UID/latchkey` when `/run/user/UID` is a directory (lstat: not a symbolic link)
+    ///    owned by `uid` with mode exactly 0700, as logind makes it;
+    /// 3. else `/tmp/latchkey-UID`.
+    ///
+    /// Rule 2 is for programs started without the session's environment (cron, `su -`, `sudo -u`): they
+    /// reach the agent the desktop uses, and an agent they start lives in the directory that logind
+    /// removes at logout (`SocketWatch` then stops it), instead of one in /tmp that nothing ever stops and
+    /// whose keychain lock keeps every later agent out. pam_latchkey must choose the same way.
+    package static func current(
+        runtimeDirectory: String?, uid: uid_t, userRuntimeRoot: String = AgentEndpoint.userRuntimeRoot
+    ) -> AgentEndpoint {
+        if let runtime = runtimeDirectory, runtime.hasPrefix("/") {
             return AgentEndpoint(directory: runtime + "/latchkey")
         }
-        return AgentEndpoint(directory: "/tmp/latchkey-\(getuid())")
+        let userRuntime = "\(userRuntimeRoot)/\(uid)"
+        if isPrivateDirectory(userRuntime, of: uid) {
+            return AgentEndpoint(directory: userRuntime + "/latchkey")
+        }
+        return AgentEndpoint(directory: "/tmp/latchkey-\(uid)")
+    }
+
+    /// Whether `path` is a directory, not a symbolic link, owned by `uid`, with mode 0700 and no other
+    /// bit (no set-id, no sticky bit).
+    private static func isPrivateDirectory(_ path: String, of uid: uid_t) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT == S_IFDIR && info.st_uid == uid && info.st_mode & 0o7777 == 0o700
     }
 
     /// Creates the directory if needed and checks it is the user's own private directory.

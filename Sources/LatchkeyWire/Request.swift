@@ -46,6 +46,17 @@ package enum Opcode: UInt8, Sendable, CaseIterable {
         default: false
         }
     }
+
+    /// The opcodes only a uid-0 peer may send: opening and closing login sessions. A session keeps the
+    /// keychain unlocked until its login ends, and the table of sessions is bounded, so a process of the
+    /// user that could open them could keep the keys past the logout or fill the table; only the login
+    /// process (pam_latchkey, as root) knows when a login begins and ends (docs/PROTOCOL.md §4a).
+    package var requiresRoot: Bool {
+        switch self {
+        case .sessionOpen, .sessionClose, .sessionOpenWithDetails: true
+        default: false
+        }
+    }
 }
 
 /// The keys of the `hello` response dictionary.

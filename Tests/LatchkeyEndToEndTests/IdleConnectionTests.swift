@@ -42,10 +42,10 @@ final class IdleConnectionTests: AgentTestCase {
     }
 
     func testSilentConnectionsBeyondTheLimitEvictTheOldestIdleOne() throws {
-        // The agent inherits a limit of 512 open files, room for fewer connections than the test opens.
-        let low = try DescriptorLimit(soft: 512)
+        // The agent runs with a limit of 512 open files, room for fewer connections than the test opens
+        // (a hard limit: the agent raises a soft one at start).
+        setenv("LATCHKEYD", try AgentProcesses.starter(descriptorLimit: 512, in: runtimeDirectory), 1)
         try createKeychain()
-        low.restore()
         let high = try DescriptorLimit(soft: 4096)
         defer { high.restore() }
         // The library's persistent connection is now the oldest idle one.
@@ -118,9 +118,8 @@ final class IdleConnectionTests: AgentTestCase {
     /// failed because the agent had closed the connection.
     func testAFullAgentTurnsNewConnectionsAwayWithBusy() throws {
         // A limit of 128 open files leaves the agent room for 64 connections, its 64 request slots.
-        let low = try DescriptorLimit(soft: 128)
+        setenv("LATCHKEYD", try AgentProcesses.starter(descriptorLimit: 128, in: runtimeDirectory), 1)
         try createKeychain()
-        low.restore()
         AgentClient.shared.resetConnection()
         let stalled = RawConnections(count: 70, to: socketPath, stalled: true)
         defer { stalled.closeAll() }

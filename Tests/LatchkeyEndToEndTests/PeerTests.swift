@@ -163,6 +163,81 @@ final class PeerTests: AgentTestCase {
         )
     }
 
+    /// Login sessions are root's (pam_latchkey, docs/PROTOCOL.md §4a): a process of the agent's own user
+    /// can neither open one (which would keep the keychain unlocked past the logout) nor close one, and
+    /// gets errSecAuthFailed with a message; root's open and close work as before.
+    func testOnlyRootOpensAndClosesSessions() throws {
+        try requireRoot()
+        let base = NSTemporaryDirectory() + "lk-peer-\(UUID().uuidString.prefix(8))"
+        let runtime = base + "/run", data = base + "/data"
+        for dir in [base, runtime, data] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            chown(dir, nobody, nobody)
+            chmod(dir, dir == base ? 0o755 : 0o700)
+        }
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let asNobody = [
+            "setpriv", "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups",
+            "env", "HOME=\(base)", "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(data)",
+            "LATCHKEYD=\(Self.binDirectory)/latchkeyd",
+        ]
+        let created = try run(
+            asNobody + [
+                Self.binDirectory + "/latchkey", "init", "--password-stdin", "--argon2-memory", "64",
+                "--argon2-time", "1",
+            ],
+            input: "pw\n")
+        XCTAssertEqual(created.status, 0, created.err)
+        defer { _ = try? run(["pkill", "-u", "\(nobody)", "-x", "latchkeyd"]) }
+        let socketPath = runtime + "/latchkey/agent.sock"
+        let token = [UInt8](repeating: 7, count: 16)
+        let logind = [0x08, 0, 0, 0, 1, 0, 0, 0, 6] + Array("logind".utf8) + [0x01, 0, 0, 0, 2] + Array("c1".utf8)
+
+        // The user's own process, on one connection: open, open with details, close.
+        let requests: [[UInt8]] = [[0x01, 0x31] + token, [0x01, 0x33] + token + logind, [0x01, 0x32] + token]
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            out = []
+            for hexpayload in sys.argv[2:]:
+                payload = bytes.fromhex(hexpayload)
+                s.sendall(len(payload).to_bytes(4, "big") + payload)
+                length = int.from_bytes(s.recv(4, socket.MSG_WAITALL), "big")
+                reply = s.recv(length, socket.MSG_WAITALL)
+                out.append(str(int.from_bytes(reply[1:5], "big", signed=True)))
+            print(" ".join(out))
+            # The message of the last reply (no value precedes it in these replies).
+            print(reply[8:].decode() if reply[5] == 2 else "")
+            """
+        let hex = requests.map { $0.map { String(format: "%02x", $0) }.joined() }
+        let user = try run(asNobody + ["/usr/bin/python3", "-I", "-c", script, socketPath] + hex)
+        XCTAssertEqual(user.status, 0, user.err)
+        let lines = user.out.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertEqual(lines.first, "-25293 -25293 -25293", "a process of the user opened or closed a session")
+        XCTAssertTrue(lines.dropFirst().first?.contains("only root") == true, user.out)
+        let afterUser = try run(asNobody + [Self.binDirectory + "/latchkey", "status"])
+        XCTAssertFalse(afterUser.out.contains("login sessions"), afterUser.out)
+
+        // Root (pam_latchkey) opens a session; the user's process cannot close it; root can.
+        let rootFD = RawConnections.connect(socketPath)
+        XCTAssertGreaterThanOrEqual(rootFD, 0)
+        defer { close(rootFD) }
+        func rootAsks(_ request: Request) throws -> Response {
+            try FrameIO.writeFrame(request.encode(), to: rootFD, deadline: .now + .seconds(5))
+            return try Response.decode(
+                FrameIO.readFrame(from: rootFD, maxLength: Wire.maxResponseFrame, deadline: .now + .seconds(5)))
+        }
+        XCTAssertEqual(try rootAsks(.sessionOpen(token: token)).status, 0)
+        let closing = try run(asNobody + ["/usr/bin/python3", "-I", "-c", script, socketPath, hex[2]])
+        XCTAssertTrue(closing.out.hasPrefix("-25293\n"), closing.out + closing.err)
+        let open = try run(asNobody + [Self.binDirectory + "/latchkey", "status"])
+        XCTAssertTrue(open.out.contains("login sessions: 1"), open.out)
+        XCTAssertEqual(try rootAsks(.sessionClose(token: token)).status, 0)
+        let closed = try run(asNobody + [Self.binDirectory + "/latchkey", "status"])
+        XCTAssertFalse(closed.out.contains("login sessions"), closed.out)
+    }
+
     /// Runs a command through PATH; returns exit status, stdout and stderr.
     private func run(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
         let result = try TestProcess.run("/usr/bin/env", arguments, input: input)

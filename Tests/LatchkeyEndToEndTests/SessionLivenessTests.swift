@@ -8,14 +8,16 @@ import XCTest
 /// Login sessions that end without a close: the process that opened one is killed (a crashed sshd or
 /// display manager never sends sessionClose), or logind removes the session it belongs to. Either way
 /// the session stops counting, and the end of the last one locks every password class. The openers
-/// are real processes of the user speaking the protocol (a few lines of Python), the agent the real
-/// one; the PAM module's side is in LatchkeyPAMTests (root).
+/// are real processes speaking the protocol (a few lines of Python), the agent the real one; the PAM
+/// module's side is in LatchkeyPAMTests. Only root opens and closes sessions (docs/PROTOCOL.md §4a), so
+/// these tests run as root, where the agent's user is root too.
 final class SessionLivenessTests: AgentTestCase {
     private var systemBus: PrivateBus?
     private var openers: [Process] = []
 
     override func setUpWithError() throws {
         try super.setUpWithError()
+        try XCTSkipUnless(getuid() == 0, "only root opens login sessions; run as root")
         // No logind unless a test brings one: point the system bus at nothing (logged once, ignored).
         setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(runtimeDirectory)/no-system-bus", 1)
         setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=\(runtimeDirectory)/no-session-bus", 1)

@@ -58,6 +58,8 @@ final class MessageTests: XCTestCase {
         XCTAssertEqual(
             Set(Opcode.allCases.filter(\.permittedForRoot)),
             [.hello, .keyHandoff, .sessionOpen, .sessionClose, .sessionOpenWithDetails])
+        XCTAssertEqual(
+            Set(Opcode.allCases.filter(\.requiresRoot)), [.sessionOpen, .sessionClose, .sessionOpenWithDetails])
     }
 
     /// sessionOpenWithDetails (0x33): the token, then a dictionary whose "logind" string is logind's
