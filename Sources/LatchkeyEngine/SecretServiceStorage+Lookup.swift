@@ -21,9 +21,11 @@ extension SecretServiceStorage {
         let login = SecretServiceData.login
         let genp = Int(ItemClass.genericPassword.rawValue)
         let others = collections.filter { $0 != login }
-        let needsIndex = !query.isEmpty || collection != login || !others.isEmpty
+        // Every lookup needs a key, an empty query too: before the first unlock there is none, and an
+        // answer listing every item (locked) would tell how many there are; the search is then answered
+        // by a locked stand-in instead (docs/SECRET-SERVICE.md §2).
         let lookupIndexKey = lookupIndexKey
-        guard !needsIndex || lookupIndexKey != nil else { throw SecError.locked }
+        guard lookupIndexKey != nil else { throw SecError.locked }
         var hashes: [[UInt8]] = []
         // Hashes the lookup does not join: probed per row found, for every row, or only for rows that
         // cannot be opened (an opened row is compared with the query pair by pair anyway).

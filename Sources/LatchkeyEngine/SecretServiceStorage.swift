@@ -108,6 +108,9 @@ package struct SecretServiceStorage {
 
     /// Seals and stores the service state, inside the caller's transaction when there is one.
     package func saveState(_ state: SecValue) throws {
+        // The state key is kept after a lock so that searches still list locked items; writing the state
+        // (aliases, collections) needs the class key it comes from, so the kept key only ever reads.
+        _ = try keys.key(for: .afterFirstUnlock)
         var plain: [UInt8] = []
         ValueCodec.encode(state, into: &plain)
         defer { SecretBytes.wipe(&plain) }
@@ -247,7 +250,10 @@ package struct SecretServiceStorage {
     /// Deletes every item of collection `id` (found by its collection hash, so locked ones too) and
     /// stores `state`, in one transaction; returns the ids of the deleted items.
     package func deleteItems(ofCollection id: String, savingState state: SecValue) throws -> [[UInt8]] {
-        let indexKey = try requireLookupIndexKey()
+        // A whole collection goes only while the keychain is unlocked: the kept lookup key finds its items,
+        // but must not be enough to delete them (unlike one item, as SecItemDelete, through `delete`).
+        _ = try keys.key(for: .afterFirstUnlock)
+        let indexKey = try keys.requireIndexKey()
         let headers = try store.headers(
             matching: RowFilter(
                 itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,

@@ -144,7 +144,7 @@ final class CollectionObject: SecretServiceObject {
     func setLabel(_ value: BusValue) throws {
         let id = try id()
         if id == SessionCollection.id {
-            try service.sessionCollection.setLabel(try Arguments.label(value))
+            try service.sessionCollection.setLabel(try Arguments.label(value), engine)
         } else {
             try engine.setLabel(try Arguments.label(value), ofCollection: id)
         }

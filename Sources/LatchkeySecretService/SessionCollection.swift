@@ -87,8 +87,10 @@ final class SessionCollection {
         return true
     }
 
-    func setLabel(_ label: String) throws(SecError) {
+    func setLabel(_ label: String, _ engine: SecretServiceKeychain) throws(SecError) {
         guard label.utf8.count <= SecretServiceLimits.maxStringBytes else { throw .param("label too long") }
+        // As a stored collection's label: changed only while the keychain is unlocked.
+        _ = try engine.sealInMemory([], salt: salt, aad: [])
         self.label = label
         modified = max(modified, Self.now())
     }

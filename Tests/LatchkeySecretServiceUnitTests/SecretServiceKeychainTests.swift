@@ -357,6 +357,40 @@ final class SecretServiceKeychainTests: XCTestCase {
         XCTAssertEqual(status { _ = try fresh.search(attrs(["service": "ck"])) }, SecStatus.interactionNotAllowed)
     }
 
+    /// The lookup keys kept after `lock --all` only read: aliases, collections and a collection's items
+    /// cannot be changed or deleted with them (an attacker's review of issue 11 found all three worked).
+    func testKeptLookupKeysDoNotWrite() throws {
+        let (kc, _) = try makeKeychain()
+        let ss = kc.secretService
+        let (work, _) = try ss.createCollection(label: "Work", alias: "")
+        let item = try ss.createItem(
+            in: work.id, label: "w", attributes: attrs(["service": "s"]), secret: text("work"), replace: false)
+        try ss.setAlias("default", to: work.id)
+        kc.lock(all: true)
+        XCTAssertEqual(try ss.search(attrs(["service": "s"]), in: work.id).map(\.locked), [true], "still searchable")
+        XCTAssertEqual(status { try ss.setAlias("default", to: login) }, SecStatus.interactionNotAllowed)
+        XCTAssertEqual(status { try ss.setAlias("default", to: nil) }, SecStatus.interactionNotAllowed)
+        XCTAssertEqual(status { try ss.setAlias("other", to: work.id) }, SecStatus.interactionNotAllowed)
+        XCTAssertEqual(status { _ = try ss.deleteCollection(work.id) }, SecStatus.interactionNotAllowed)
+        XCTAssertEqual(status { try ss.setLabel("x", ofCollection: work.id) }, SecStatus.interactionNotAllowed)
+        XCTAssertEqual(status { _ = try ss.createCollection(label: "New", alias: "") }, SecStatus.interactionNotAllowed)
+
+        try kc.unlock(password: secret("pw"))
+        XCTAssertEqual(try ss.state().aliases["default"], work.id, "nothing changed while locked")
+        XCTAssertEqual(try ss.state().collections.map(\.id), [login, work.id])
+        XCTAssertEqual(try ss.secret(item.id, in: work.id).value, Array("work".utf8))
+    }
+
+    /// Before the first unlock there is no lookup key: even an empty query cannot be evaluated, so it does
+    /// not list (and count) every item as locked.
+    func testAnEmptySearchBeforeTheFirstUnlockListsNothing() throws {
+        let (kc, _) = try makeKeychain()
+        _ = try kc.secretService.createItem(
+            in: login, label: "a", attributes: attrs(["service": "a"]), secret: text("a"), replace: false)
+        let fresh = Keychain(location: kc.location).secretService
+        XCTAssertEqual(status { _ = try fresh.search(SecretAttributes()) }, SecStatus.interactionNotAllowed)
+    }
+
     func testCapsAreEnforced() throws {
         let (kc, _) = try makeKeychain()
         let ss = kc.secretService
