@@ -119,6 +119,20 @@ static int path_join(char *out, const char *dir, const char *name)
 	return n > 0 && n < PATH_CAP ? 0 : -1;
 }
 
+/* Whether logind made the user's runtime directory /run/user/UID (lstat: a directory, not a symlink,
+ * owned by `uid`, mode exactly 0700), written to `out`: then the agent lives in out/latchkey, as
+ * AgentEndpoint.current(runtimeDirectory:uid:userRuntimeRoot:) decides for a client without
+ * XDG_RUNTIME_DIR (su -, sudo -u, cron). The agent and lk_agent_connect check the socket directory
+ * itself again. */
+static int user_runtime(uid_t uid, char out[PATH_CAP])
+{
+	struct stat st;
+	int n = snprintf(out, PATH_CAP, "/run/user/%lu", (unsigned long)uid);
+
+	return n > 0 && n < PATH_CAP && lstat(out, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+	       (st.st_mode & 07777) == 0700;
+}
+
 void ctx_free(struct ctx *c)
 {
 	if (c != NULL) {
@@ -197,6 +211,11 @@ struct ctx *ctx_new(pam_handle_t *pamh, int argc, const char **argv)
 	if (c->has_runtime) {
 		snprintf(c->runtime, PATH_CAP, "%s", base);
 		rc = snprintf(c->sockdir, PATH_CAP, "%s/latchkey", base);
+	} else if (user_runtime(c->user.uid, c->runtime)) {
+		/* has_runtime stays 0: the agent we may start, without XDG_RUNTIME_DIR, picks this same
+		 * directory by the same rule. */
+		rc = snprintf(c->sockdir, PATH_CAP, "%s/latchkey", c->runtime);
+		c->runtime[0] = '\0';
 	} else {
 		rc = snprintf(c->sockdir, PATH_CAP, "/tmp/latchkey-%lu", (unsigned long)c->user.uid);
 	}

@@ -21,7 +21,7 @@
 enum {
 	WIRE_VERSION = 1,
 	IO_TIMEOUT_S = 5,
-	READY_TIMEOUT_MS = 5000,
+	READY_TIMEOUT_MS = LK_AGENT_START_TIMEOUT_MS,
 	REAP_TIMEOUT_MS = 2000,
 	/* Responses to the hand-off opcodes carry at most a status and a short message. */
 	MAX_RESPONSE = 7 + 65535 + 64,
@@ -374,7 +374,9 @@ static void agent_child(const struct lk_user *u, int ready_fd, char *const argv[
 
 /* Starts `agent --daemon --keychain DIR` as the user and waits (at most 5 s) until it listens:
  * the agent writes one byte to LATCHKEY_READY_FD, or the pipe reaches EOF when it exits first
- * (for instance because another agent holds the lock, which is fine). */
+ * (for instance because another agent holds the lock, which is fine). Byte 2 (AgentReadiness in
+ * AgentEndpoint.swift): another agent holds the socket's lock and listens, or will once it has
+ * opened the keychain; the one started exits. 0, LK_AGENT_ANOTHER for byte 2, or -1 with `why`. */
 int lk_agent_start(const struct lk_user *u, const char *agent, const char *keychain, const char *sockdir,
                    const char *runtime_env, const char **why)
 {
@@ -424,7 +426,7 @@ int lk_agent_start(const struct lk_user *u, const char *agent, const char *keych
 		else if (!ok)
 			*why = "the agent did not become ready within 5 s";
 		else
-			rc = 0;
+			rc = got == 1 && byte == 2 ? LK_AGENT_ANOTHER : 0;
 	}
 	close(p[0]);
 out:

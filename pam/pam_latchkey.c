@@ -4,8 +4,9 @@
  *          checks it against the verifier, and keeps only M and the device factor DF (pam_set_data),
  *          bound to the user's uid and name; a running agent (a screen locker) gets them at once.
  * session  registers the session with the agent under a random token (starting the agent as the
- *          user when none runs), then hands it M and DF, if auth kept them for this same user;
- *          unregisters the session on close.
+ *          user when none runs), then hands it M and DF, if auth kept them for this same user and
+ *          the agent counts the session; unregisters the session on close. As the user (a screen
+ *          locker) it registers nothing: the agent takes session requests from root alone.
  * password re-wraps the password classes under the new password (same class keys), as the user.
  *
  * The module never authenticates anyone and never fails a login: every problem is logged and
@@ -255,15 +256,27 @@ out:
 static int agent_connection(struct ctx *c, int start)
 {
 	const char *why = "";
-	int fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
+	int fd = lk_agent_connect(c->sockdir, c->user.uid, &why), rc;
+	int64_t deadline = lk_now_ms() + LK_AGENT_START_TIMEOUT_MS;
+	const struct timespec pause = { 0, 50 * 1000 * 1000 };
 
 	if (fd == -2 && start) {
-		if (lk_agent_start(&c->user, c->opt.agent, c->keychain, c->sockdir, c->has_runtime ? c->runtime : NULL,
-		                   &why) != 0) {
+		rc = lk_agent_start(&c->user, c->opt.agent, c->keychain, c->sockdir, c->has_runtime ? c->runtime : NULL,
+		                    &why);
+		if (rc < 0) {
 			LOG(c, LOG_WARNING, "cannot start %s for %s: %s", c->opt.agent, c->user.name, why);
 			return -1;
 		}
 		fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
+		/* Another agent won the socket's lock and may still be opening the keychain before it listens:
+		 * it gets what is left of the start's 5 s (AgentClient.connectOrStart does the same). */
+		while (rc == LK_AGENT_ANOTHER && fd == -2 && lk_now_ms() < deadline) {
+			nanosleep(&pause, NULL);
+			fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
+		}
+		if (fd == -2 && rc == LK_AGENT_ANOTHER)
+			LOG(c, LOG_WARNING, "another agent of %s holds %s/agent.lock but did not listen within 5 s",
+			    c->user.name, c->sockdir);
 	}
 	if (fd == -2)
 		DEBUG(c, "no agent listens in %s", c->sockdir);
@@ -456,22 +469,24 @@ PUBLIC int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **
 	return PAM_SUCCESS;
 }
 
-/* Registers the session under a new random token, kept (with its owner) for close_session. */
+/* Registers the session under a new random token, kept (with its owner) for close_session. 0 when the
+ * agent counts the session (even if the token could not be kept: the agent then ends the session
+ * when this process exits), -1 when it does not. */
 static int session_open(struct ctx *c, int fd)
 {
 	struct token *t = calloc(1, sizeof *t);
-	int rc = -1;
 
 	if (t == NULL || owner_set(c, &t->owner) != 0 || lk_random(t->value, sizeof t->value) != 0 ||
 	    session_register(c, fd, t->value) != 0) {
 		token_cleanup(c->pamh, t, 0);
 		return -1;
 	}
-	if (pam_set_data(c->pamh, DATA_TOKEN, t, token_cleanup) == PAM_SUCCESS)
-		rc = 0;
-	else
+	if (pam_set_data(c->pamh, DATA_TOKEN, t, token_cleanup) != PAM_SUCCESS) {
+		LOG(c, LOG_ERR, "pam_set_data failed: the session of %s ends only when this process does",
+		    c->user.name);
 		token_cleanup(c->pamh, t, 0);
-	return rc;
+	}
+	return 0;
 }
 
 PUBLIC int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
@@ -480,7 +495,7 @@ PUBLIC int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
 	struct stash *s = NULL;
 	struct lk_keybag kb;
 	const void *data = NULL;
-	int ret = PAM_IGNORE, fd, give;
+	int ret = PAM_IGNORE, fd, give, registered;
 
 	(void)flags;
 	if (c == NULL) {
@@ -513,10 +528,22 @@ PUBLIC int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
 	give = s != NULL && s->state == STASH_VERIFIED && !s->delivered;
 	if ((fd = agent_connection(c, give)) >= 0) {
 		/* The session first: once the agent counts it, the close of the user's last other session
-		 * (racing with this login) can no longer lock the keys handed over next. */
-		if (session_open(c, fd) == 0)
+		 * (racing with this login) can no longer lock the keys handed over next. As the user (a
+		 * screen locker) there is none: the agent takes session requests from root alone, and the
+		 * user's own process may unlock the user's keychain anyway, as auth does. */
+		registered = geteuid() != 0 || session_open(c, fd) == 0;
+		if (geteuid() == 0 && registered)
 			ret = PAM_SUCCESS;
-		if (give && handoff(c, fd, s) == 0)
+		else if (geteuid() != 0)
+			DEBUG(c, "not running as root: the session of %s is not registered", c->user.name);
+		/* A key handed over outside any session the agent counts would stay unlocked: no logout
+		 * would ever lock it. */
+		if (give && !registered)
+			LOG(c, LOG_WARNING,
+			    "the agent of %s did not register the session: the key is not handed over, so that "
+			    "the keychain is not left unlocked with no session to lock it at logout",
+			    c->user.name);
+		else if (give && handoff(c, fd, s) == 0)
 			ret = PAM_SUCCESS;
 		if (s != NULL && s->state == STASH_VERIFIED && s->delivered)
 			ret = PAM_SUCCESS;

@@ -439,6 +439,12 @@ static void test_start(const struct lk_user *u, const char *work, const char *bi
 
 	/* An agent that exits at once (another one won the lock): end of file, not an error. */
 	CHECK(lk_agent_start(u, "/bin/true", "/k", sockdir, NULL, &why) == 0, "an agent that exits: %s", why);
+	/* One that reports another agent holding the socket's lock (readiness byte 2), then exits. */
+	write_script(script, "#!/bin/sh\nprintf '\\002' >&3\n");
+	CHECK((rc = lk_agent_start(u, script, "/k", sockdir, NULL, &why)) == LK_AGENT_ANOTHER,
+	      "readiness byte 2: %d (%s)", rc, why);
+	write_script(script, "#!/bin/sh\nprintf '\\001' >&3\n");
+	CHECK((rc = lk_agent_start(u, script, "/k", sockdir, NULL, &why)) == 0, "readiness byte 1: %d (%s)", rc, why);
 	CHECK(lk_agent_start(u, "/nonexistent/latchkeyd", "/k", sockdir, NULL, &why) == -1 &&
 	              strstr(why, "execute") != NULL,
 	      "a missing agent: %s", why);

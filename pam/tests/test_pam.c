@@ -12,14 +12,23 @@
  *   - root hands the key only to the real agent: the stand-ins run a copy of this program that the
  *     module is configured to trust as its agent; an impostor (this program itself, another file) and
  *     the copy started with LD_PRELOAD get nothing;
+ *   - it sends the logind session id (XDG_SESSION_ID) when there is a valid one, and falls back to
+ *     sessionOpen for an agent that predates that (the stand-ins answer errSecUnimplemented);
+ *   - without XDG_RUNTIME_DIR, it finds the agent in /run/user/UID/latchkey when logind made that
+ *     directory (as the Swift client does);
+ *   - an agent it starts that finds another one holding the socket (readiness byte 2) is waited for;
+ *   - no key is handed over when the agent refused the session (nothing would lock it at logout), and
+ *     the module running as the user (a screen locker) sends no session requests;
  *   - the module never runs the application's SIGCHLD handler and leaves no child behind.
  *
  * Needs root (the module and the stand-ins act as the users); skipped otherwise.
  * Usage: test_pam /abs/pam_latchkey.so /abs/tests/test_authtok.so
- * (and, as the stand-in agent, test_pam --stand-in LISTEN_FD LETTERS_FD; as an agent the module
- * starts when none runs, --daemon ...: it exits at once, as one that found another agent serving) */
+ * (and, as the stand-in agent, test_pam --stand-in LISTEN_FD LETTERS_FD ok|refuse; as an agent the
+ * module starts when none runs, --daemon --keychain DIR: it exits at once, as one that found another
+ * agent serving; when DIR holds a file "another-agent", after writing readiness byte 2 on fd 3) */
 #include "latchkey.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -53,7 +62,8 @@ struct who {
 struct agent {
 	pid_t pid;
 	int execed; /* ran execve: the kernel gave it back the exit signal SIGCHLD */
-	int ops; /* read end: one letter per request, K keyHandoff, O sessionOpen, C sessionClose */
+	int ops; /* read end: one letter per request, K keyHandoff, O sessionOpen, C sessionClose, D
+	          * sessionOpenWithDetails for logind session "c5" (d for any other body) */
 };
 
 static char top[] = "/tmp/lk-pam-driver-XXXXXX";
@@ -173,11 +183,34 @@ static int read_full(int fd, uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* The stand-in's work, in the process the module checks: answers every request on connections to
- * `lfd` with status 0, after writing its letter to `letters` (so it is there before the module has
- * its answer); hello gets no letter. */
-static int stand_in(int lfd, int letters)
+/* The letter for a request (see struct agent); 0 for hello. */
+static char request_letter(const uint8_t *body, uint32_t len)
 {
+	/* token || {"logind": "c5"} (docs/PROTOCOL.md) */
+	static const uint8_t c5[] = "\x08\0\0\0\x01\0\0\0\x06logind\x01\0\0\0\x02"
+				    "c5";
+
+	if (body[1] != LK_OP_SESSION_OPEN_DETAILS)
+		return body[1] == LK_OP_KEY_HANDOFF     ? 'K'
+		       : body[1] == LK_OP_SESSION_OPEN  ? 'O'
+		       : body[1] == LK_OP_SESSION_CLOSE ? 'C'
+		       : body[1] == LK_OP_HELLO         ? 0
+		                                        : '?';
+	return len == 2 + LK_TOKEN_LEN + sizeof c5 - 1 && memcmp(body + 2 + LK_TOKEN_LEN, c5, sizeof c5 - 1) == 0 ? 'D'
+	                                                                                                          : 'd';
+}
+
+/* The stand-in's work, in the process the module checks: answers every request on connections to
+ * `lfd` with status 0 (but sessionOpenWithDetails with -4, as an agent that predates it; and with
+ * `refuse`, both session opens with errSecAuthFailed, as an agent refusing the session), after
+ * writing its letter to `letters` (so it is there before the module has its answer); hello gets no
+ * letter. */
+static int stand_in(int lfd, int letters, int refuse)
+{
+	static const char success[] = "\0\0\0\x06\x01\0\0\0\0\0",
+			  unimplemented[] = "\0\0\0\x06\x01\xff\xff\xff\xfc\0", /* status -4 */
+		refused[] = "\0\0\0\x06\x01\xff\xff\x9d\x33\0"; /* status -25293 */
+	const char *answer;
 	int fd;
 
 	for (;;) {
@@ -191,13 +224,11 @@ static int stand_in(int lfd, int letters)
 			len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
 			if (len < 2 || len > sizeof body || read_full(fd, body, len) != 0)
 				break;
-			letter = body[1] == LK_OP_KEY_HANDOFF     ? 'K'
-			         : body[1] == LK_OP_SESSION_OPEN  ? 'O'
-			         : body[1] == LK_OP_SESSION_CLOSE ? 'C'
-			         : body[1] == LK_OP_HELLO         ? 0
-			                                          : '?';
-			if ((letter != 0 && write(letters, &letter, 1) != 1) ||
-			    write(fd, "\0\0\0\x06\x01\0\0\0\0\0", 10) != 10)
+			letter = request_letter(body, len);
+			answer = refuse && (letter == 'O' || tolower(letter) == 'd') ? refused
+			         : tolower(letter) == 'd'                            ? unimplemented
+			                                                             : success;
+			if ((letter != 0 && write(letters, &letter, 1) != 1) || write(fd, answer, 10) != 10)
 				break;
 		}
 		close(fd);
@@ -205,18 +236,35 @@ static int stand_in(int lfd, int letters)
 }
 
 /* How a stand-in runs: the agent the module trusts (its copy, a clean environment), the same under
- * LD_PRELOAD, or an impostor (this program, not the copy: another file). */
-enum stand_in_kind { GENUINE, PRELOADED, IMPOSTOR };
+ * LD_PRELOAD, an impostor (this program, not the copy: another file), the trusted one refusing
+ * sessions, or the trusted one that listens only a second after the module started an agent (its
+ * socket is bound but refuses connections until then; agent.log appears when the module starts one). */
+enum stand_in_kind { GENUINE, PRELOADED, IMPOSTOR, REFUSING, LATE };
 
-/* Listens on <run>/latchkey/agent.sock as `w`, then becomes the stand-in (stand_in). */
+/* Waits (at most 5 s, or `wait_ms` more for LATE) for the stand-in's signal that it listens. */
+static void agent_wait(struct agent *a, const struct who *w, int wait_ms)
+{
+	struct pollfd pfd;
+	char ready = 0;
+
+	pfd.fd = a->ops, pfd.events = POLLIN;
+	CHECK(a->pid > 0 && poll(&pfd, 1, 5000 + wait_ms) == 1 && read(a->ops, &ready, 1) == 1 && ready == 'R',
+	      "stand-in agent for %s did not start", w->name);
+	fcntl(a->ops, F_SETFL, O_NONBLOCK);
+}
+
+/* Listens on <run>/latchkey/agent.sock as `w`, then becomes the stand-in (stand_in). LATE returns at
+ * once: agent_wait then waits for it. */
 static void agent_start_as(struct agent *a, const struct who *w, enum stand_in_kind kind)
 {
-	char sockdir[300], ready = 0, lfd_arg[16], letters_arg[16];
-	char *argv[] = { agent_copy, (char *)"--stand-in", lfd_arg, letters_arg, NULL };
+	char sockdir[300], log[320], lfd_arg[16], letters_arg[16];
+	char *argv[] = {
+		agent_copy, (char *)"--stand-in", lfd_arg, letters_arg, (char *)(kind == REFUSING ? "refuse" : "ok"),
+		NULL
+	};
 	char *clean[] = { NULL }, *preloaded[] = { preload, NULL };
 	struct sockaddr_un addr;
-	struct pollfd pfd;
-	int p[2], lfd;
+	int p[2], lfd, i;
 
 	a->pid = -1, a->ops = -1, a->execed = kind != IMPOSTOR;
 	if (pipe(p) != 0)
@@ -225,6 +273,7 @@ static void agent_start_as(struct agent *a, const struct who *w, enum stand_in_k
 	if ((a->pid = lk_fork_quiet()) == 0) {
 		close(p[0]);
 		snprintf(sockdir, sizeof sockdir, "%s/latchkey", w->run);
+		snprintf(log, sizeof log, "%s/agent.log", sockdir);
 		memset(&addr, 0, sizeof addr);
 		addr.sun_family = AF_UNIX;
 		if (strlen(sockdir) + 12 > sizeof addr.sun_path)
@@ -234,22 +283,38 @@ static void agent_start_as(struct agent *a, const struct who *w, enum stand_in_k
 		if (lk_drop_privileges(&w->user) != 0 || mkdir(sockdir, 0700) != 0)
 			_exit(1);
 		lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, 8) != 0 ||
-		    write(p[1], "R", 1) != 1)
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0)
+			_exit(2);
+		for (i = 0; kind == LATE && !exists(log) && i < 1000; i++)
+			usleep(10000);
+		if (kind == LATE)
+			usleep(1000000);
+		if (listen(lfd, 8) != 0 || write(p[1], "R", 1) != 1)
 			_exit(2);
 		if (kind == IMPOSTOR)
-			_exit(stand_in(lfd, p[1]));
+			_exit(stand_in(lfd, p[1], 0));
 		snprintf(lfd_arg, sizeof lfd_arg, "%d", lfd);
 		snprintf(letters_arg, sizeof letters_arg, "%d", p[1]);
 		execve(agent_copy, argv, kind == PRELOADED ? preloaded : clean);
 		_exit(4);
 	}
 	close(p[1]);
-	pfd.fd = p[0], pfd.events = POLLIN;
-	CHECK(a->pid > 0 && poll(&pfd, 1, 5000) == 1 && read(p[0], &ready, 1) == 1 && ready == 'R',
-	      "stand-in agent for %s did not start", w->name);
-	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	a->ops = p[0];
+	if (kind != LATE)
+		agent_wait(a, w, 0);
+}
+
+/* The agent the module starts (--daemon --keychain DIR): exits at once, as one that found another
+ * agent holding the socket's lock; an agent that predates readiness byte 2 just exits, a current one
+ * (when DIR holds "another-agent") writes 2 on LATCHKEY_READY_FD first. */
+static int another_agent(const char *keychain)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof path, "%s/another-agent", keychain);
+	if (exists(path) && write(3, "\x02", 1) != 1)
+		return 1;
+	return 0;
 }
 
 static void agent_start(struct agent *a, const struct who *w)
@@ -282,6 +347,8 @@ static void agent_stop(struct agent *a, const struct who *w)
 		close(a->ops);
 	a->pid = -1, a->ops = -1;
 	snprintf(path, sizeof path, "%s/latchkey/agent.sock", w->run);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/latchkey/agent.log", w->run); /* of an agent the module started */
 	unlink(path);
 	snprintf(path, sizeof path, "%s/latchkey", w->run);
 	rmdir(path);
@@ -507,6 +574,173 @@ static void test_only_the_real_agent(void)
 	unlink(A.keybag);
 }
 
+/* pam_systemd's XDG_SESSION_ID goes to the agent with the session (sessionOpenWithDetails); the
+ * stand-in answers as an agent that predates it, and the module registers the session again without
+ * it on the same connection. An id logind would not make is not sent at all. */
+static void test_logind_session_id(void)
+{
+	static const char *const bad[] = { "XDG_SESSION_ID=", "XDG_SESSION_ID=c-5",
+		                           "XDG_SESSION_ID=c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c" };
+	struct agent a;
+	pam_handle_t *h;
+	size_t i;
+
+	agent_start(&a, &A);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(pam_putenv(h, "XDG_SESSION_ID=c5") == PAM_SUCCESS && pam_open_session(h, 0) == PAM_SUCCESS,
+	      "open_session");
+	CHECK(strcmp(agent_ops(&a), "DO") == 0, "want sessionOpenWithDetails with c5, then sessionOpen");
+	pam_end(h, PAM_SUCCESS);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		h = begin(&A);
+		become(h, &A);
+		CHECK(pam_putenv(h, bad[i]) == PAM_SUCCESS && pam_open_session(h, 0) == PAM_SUCCESS, "open_session");
+		CHECK(strcmp(agent_ops(&a), "O") == 0, "%s: want sessionOpen alone", bad[i]);
+		pam_end(h, PAM_SUCCESS);
+	}
+	agent_stop(&a, &A);
+}
+
+/* No XDG_RUNTIME_DIR in the PAM environment (su -, sudo -u, cron): the agent in /run/user/UID/latchkey
+ * when logind made /run/user/UID (the user's, mode exactly 0700, not a symlink), as the Swift client
+ * and the agent it starts choose (AgentEndpoint.current); /tmp/latchkey-UID otherwise. */
+static void test_user_runtime_dir(void)
+{
+	struct who w = A;
+	struct agent a;
+	pam_handle_t *h;
+	int made_root = 0, made_dir = 0;
+
+	snprintf(w.run, sizeof w.run, "/run/user/%lu", (unsigned long)A.uid);
+	if (!exists("/run/user"))
+		made_root = mkdir("/run/user", 0755) == 0;
+	if (!exists(w.run))
+		made_dir = private_dir(w.run, &A) == 0;
+	if (!made_dir) {
+		printf("  (%s exists already: /run/user checks skipped)\n", w.run);
+		goto out;
+	}
+	agent_start(&a, &w);
+	h = begin(&A);
+	CHECK(pam_set_item(h, PAM_USER, A.name) == PAM_SUCCESS && pam_open_session(h, 0) == PAM_SUCCESS,
+	      "open_session");
+	CHECK(strcmp(agent_ops(&a), "O") == 0, "the agent in %s/latchkey did not get the session", w.run);
+	pam_end(h, PAM_SUCCESS);
+	/* Not as logind makes it: another mode, or another owner. */
+	CHECK(chmod(w.run, 0750) == 0, "chmod");
+	h = begin(&A);
+	CHECK(pam_set_item(h, PAM_USER, A.name) == PAM_SUCCESS, "set user");
+	pam_open_session(h, 0);
+	CHECK(strcmp(agent_ops(&a), "") == 0, "the agent in a %s of mode 0750 got the session", w.run);
+	pam_end(h, PAM_SUCCESS);
+	CHECK(chmod(w.run, 0700) == 0 && chown(w.run, B.uid, B.gid) == 0, "chown");
+	h = begin(&A);
+	CHECK(pam_set_item(h, PAM_USER, A.name) == PAM_SUCCESS, "set user");
+	pam_open_session(h, 0);
+	CHECK(strcmp(agent_ops(&a), "") == 0, "the agent in a %s of another user got the session", w.run);
+	pam_end(h, PAM_SUCCESS);
+	agent_stop(&a, &w);
+out:
+	if (made_dir)
+		CHECK(rmdir(w.run) == 0, "remove %s", w.run);
+	if (made_root)
+		rmdir("/run/user");
+}
+
+/* The agent the module starts finds another one holding the socket's lock (readiness byte 2) and
+ * exits: that one may still be opening the keychain, so the module waits (within its 5 s) until it
+ * listens, and then registers the session and hands it the key. */
+static void test_another_agent_listens(void)
+{
+	const char *ops;
+	char flag[320];
+	struct agent a;
+	pam_handle_t *h;
+
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	snprintf(flag, sizeof flag, "%s/another-agent", A.keychain);
+	touch_as(flag, &A);
+	agent_start_as(&a, &A, LATE);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, "open_session");
+	agent_wait(&a, &A, 10000);
+	ops = agent_ops(&a);
+	CHECK(strcmp(ops, "OK") == 0, "the agent that listened late: want sessionOpen, then keyHandoff, got '%s'", ops);
+	pam_end(h, PAM_SUCCESS);
+	agent_stop(&a, &A);
+	unlink(flag);
+	unlink(A.keybag);
+}
+
+/* An agent that refuses the session gets no key: nothing would count the login, so nothing would
+ * lock the keychain at logout. */
+static void test_refused_session_gets_no_key(void)
+{
+	const char *ops;
+	struct agent a;
+	pam_handle_t *h;
+
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+	agent_start_as(&a, &A, REFUSING); /* only now, so the key is not delivered at auth already */
+	pam_open_session(h, 0);
+	ops = agent_ops(&a);
+	CHECK(strcmp(ops, "O") == 0, "an agent that refused the session: want sessionOpen alone, got '%s'", ops);
+	pam_end(h, PAM_SUCCESS);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+	CHECK(pam_putenv(h, "XDG_SESSION_ID=c5") == PAM_SUCCESS, "putenv");
+	pam_open_session(h, 0);
+	CHECK(strcmp(agent_ops(&a), "KD") == 0,
+	      "refused with a logind id: want the key at auth, sessionOpenWithDetails");
+	pam_end(h, PAM_SUCCESS);
+	agent_stop(&a, &A);
+	unlink(A.keybag);
+}
+
+/* The module running as the user (a screen locker that opens a session): the agent refuses session
+ * requests from anyone but root, so none is sent; the key still goes to the running agent at auth. */
+static void test_as_the_user(void)
+{
+	const char *ops;
+	struct agent a;
+	int status = -1;
+	pid_t pid;
+
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	agent_start(&a, &A);
+	if ((pid = fork()) == 0) {
+		pam_handle_t *h = NULL;
+		int bad = 0;
+
+		if (setgroups(1, &A.gid) != 0 || setresgid(A.gid, A.gid, A.gid) != 0 ||
+		    setresuid(A.uid, A.uid, A.uid) != 0)
+			_exit(100);
+		bad |= pam_start_confdir(SERVICE, A.name, &conversation, confdir, &h) != PAM_SUCCESS;
+		if (h != NULL) {
+			become(h, &A);
+			bad |= (authenticate(h, "pw-A") != PAM_SUCCESS) << 1;
+			pam_open_session(h, 0);
+			pam_close_session(h, 0);
+			pam_end(h, PAM_SUCCESS);
+		}
+		_exit(bad);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "PAM as the user: status %#x", status);
+	own_sigchld += pid > 0; /* an ordinary fork: its exit signals us */
+	ops = agent_ops(&a);
+	CHECK(strcmp(ops, "K") == 0, "as the user: want the key at auth and no session request, got '%s'", ops);
+	agent_stop(&a, &A);
+	unlink(A.keybag);
+}
+
 static int service_file(const char *service, const char *authtok, const char *module, const char *options,
                         const char *extra)
 {
@@ -574,10 +808,10 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	int rc, status;
 
-	if (argc == 4 && strcmp(argv[1], "--stand-in") == 0)
-		return stand_in(atoi(argv[2]), atoi(argv[3]));
-	if (argc > 1 && strcmp(argv[1], "--daemon") == 0)
-		return 0; /* started by the module: as an agent that found another one serving */
+	if (argc == 5 && strcmp(argv[1], "--stand-in") == 0)
+		return stand_in(atoi(argv[2]), atoi(argv[3]), strcmp(argv[4], "refuse") == 0);
+	if (argc == 4 && strcmp(argv[1], "--daemon") == 0)
+		return another_agent(argv[3]); /* started by the module, as an agent that found another serving */
 	if (argc != 3 || realpath(argv[1], module) == NULL || realpath(argv[2], authtok) == NULL) {
 		fprintf(stderr, "usage: test_pam pam_latchkey.so test_authtok.so\n");
 		return 2;
@@ -604,6 +838,11 @@ int main(int argc, char **argv)
 	test_limits();
 	test_only_services();
 	test_only_the_real_agent();
+	test_logind_session_id();
+	test_user_runtime_dir();
+	test_another_agent_listens();
+	test_refused_session_gets_no_key();
+	test_as_the_user();
 
 	CHECK(sigchld_seen == own_sigchld, "the application's SIGCHLD handler ran %d times for the module",
 	      (int)sigchld_seen - own_sigchld);
