@@ -33,3 +33,152 @@ static inline int latchkey_openssl_unavailable_algorithm(void) {
     }
     return found;
 }
+
+// --- PKCS#12 key-derivation work, counted before any derivation (PKCS12.swift) ---
+// OpenSSL 3.0 reads the MAC, PKCS#12-PBE and PBKDF2 iteration counts up to 2^31-1 and derives the MAC
+// several times per import, so a 1 KB file could hold a thread for minutes without its passphrase
+// being known. These functions only decode the (public) parameters; they never derive a key, except
+// latchkey_pkcs12_check with a passphrase, which decrypts the encrypted safes to see the bags inside
+// (each with an iteration count already checked).
+
+#include <openssl/pkcs7.h>
+#include <stdint.h>
+#include <string.h>
+
+// What a walk found: the largest single iteration count and their sum, or a refusal.
+typedef struct {
+    long long largest;
+    long long total;
+    int bags;        // encrypted bags and safes seen
+    int refusal;     // 0, or one of LATCHKEY_P12_*
+} latchkey_p12_work;
+
+enum {
+    LATCHKEY_P12_UNSUPPORTED_KDF = 1,  // scrypt, or a PBES2 key-derivation function other than PBKDF2
+    LATCHKEY_P12_TOO_MANY_BAGS = 2,    // more encrypted bags or safes than the caller accepts, or too deep
+    LATCHKEY_P12_MALFORMED = 3,        // an iteration count that is no positive 63-bit integer
+};
+
+static inline void latchkey_p12_count(latchkey_p12_work *work, const ASN1_INTEGER *iter) {
+    int64_t value = 1;  // an absent count (the MAC's DEFAULT 1)
+    if (iter != NULL && (ASN1_INTEGER_get_int64(&value, iter) != 1 || value < 0)) {
+        ERR_clear_error();
+        work->refusal = LATCHKEY_P12_MALFORMED;
+        return;
+    }
+    if (value > work->largest) work->largest = value;
+    // Each count is below 2^63 and there are at most a few hundred: saturate rather than overflow.
+    work->total = (work->total > INT64_MAX - value) ? INT64_MAX : work->total + value;
+}
+
+// One password-based encryption algorithm: PKCS#12 or PKCS#5 v1 PBE (PBEPARAM) or PBES2 with PBKDF2.
+// An algorithm whose parameters do not decode as either is left to OpenSSL, which fails on it before
+// deriving anything (it decodes the same structures, or does not know the algorithm).
+static inline void latchkey_p12_algorithm(latchkey_p12_work *work, const X509_ALGOR *alg, int max_bags) {
+    if (alg == NULL || work->refusal != 0) return;
+    if (++work->bags > max_bags) {
+        work->refusal = LATCHKEY_P12_TOO_MANY_BAGS;
+        return;
+    }
+    const ASN1_OBJECT *oid = NULL;
+    int ptype = 0;
+    const void *pval = NULL;
+    X509_ALGOR_get0(&oid, &ptype, &pval, alg);
+    if (ptype != V_ASN1_SEQUENCE || pval == NULL) return;
+    ASN1_TYPE param = {0};
+    param.type = V_ASN1_SEQUENCE;
+    param.value.sequence = (ASN1_STRING *)pval;
+    if (OBJ_obj2nid(oid) != NID_pbes2) {
+        PBEPARAM *pbe = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBEPARAM), &param);
+        if (pbe != NULL) latchkey_p12_count(work, pbe->iter);
+        PBEPARAM_free(pbe);
+        ERR_clear_error();
+        return;
+    }
+    PBE2PARAM *pbe2 = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBE2PARAM), &param);
+    if (pbe2 == NULL || pbe2->keyfunc == NULL) {
+        PBE2PARAM_free(pbe2);
+        ERR_clear_error();
+        return;
+    }
+    if (OBJ_obj2nid(pbe2->keyfunc->algorithm) != NID_id_pbkdf2) {
+        // scrypt's work (N·r·p, and its memory) is refused outright: no PKCS#12 exporter in use writes it.
+        work->refusal = LATCHKEY_P12_UNSUPPORTED_KDF;
+    } else if (pbe2->keyfunc->parameter != NULL) {
+        PBKDF2PARAM *kdf = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBKDF2PARAM), pbe2->keyfunc->parameter);
+        if (kdf != NULL) latchkey_p12_count(work, kdf->iter);
+        PBKDF2PARAM_free(kdf);
+    }
+    PBE2PARAM_free(pbe2);
+    ERR_clear_error();
+}
+
+// The shrouded keys among `bags`, and the bags of nested safeContents (which PKCS12_parse reads too),
+// at most `depth` levels down.
+static inline void latchkey_p12_bags(latchkey_p12_work *work, const STACK_OF(PKCS12_SAFEBAG) *bags, int max_bags,
+                                     int depth) {
+    for (int i = 0; i < sk_PKCS12_SAFEBAG_num(bags) && work->refusal == 0; i++) {
+        const PKCS12_SAFEBAG *bag = sk_PKCS12_SAFEBAG_value(bags, i);
+        switch (PKCS12_SAFEBAG_get_nid(bag)) {
+        case NID_pkcs8ShroudedKeyBag: {
+            const X509_SIG *sig = PKCS12_SAFEBAG_get0_pkcs8(bag);
+            const X509_ALGOR *alg = NULL;
+            if (sig != NULL) X509_SIG_get0(sig, &alg, NULL);
+            latchkey_p12_algorithm(work, alg, max_bags);
+            break;
+        }
+        case NID_safeContentsBag:
+            if (depth <= 0 || ++work->bags > max_bags) {
+                work->refusal = LATCHKEY_P12_TOO_MANY_BAGS;
+                break;
+            }
+            latchkey_p12_bags(work, PKCS12_SAFEBAG_get0_safes(bag), max_bags, depth - 1);
+            break;
+        default: break;
+        }
+    }
+}
+
+// The key-derivation work `p12` asks for: its MAC, its encrypted safes and the shrouded keys in its
+// plain safes. With `decrypt` set, the encrypted safes are decrypted with `pass` (as PKCS12_parse
+// will) and the shrouded keys inside counted too; the walk stops at the first that does not decrypt,
+// where PKCS12_parse stops as well. Call it with `decrypt` only after a walk without it accepted the
+// file. Returns 0, or -1 when the authenticated safes do not decode (PKCS12_parse fails on them too).
+static inline int latchkey_pkcs12_check(const PKCS12 *p12, int decrypt, const char *pass, int passlen,
+                                        int max_bags, latchkey_p12_work *work) {
+    memset(work, 0, sizeof(*work));
+    if (PKCS12_mac_present(p12)) {
+        const ASN1_INTEGER *iter = NULL;
+        PKCS12_get0_mac(NULL, NULL, NULL, &iter, p12);
+        latchkey_p12_count(work, iter);
+    }
+    STACK_OF(PKCS7) *safes = PKCS12_unpack_authsafes(p12);
+    if (safes == NULL) {
+        ERR_clear_error();
+        return -1;
+    }
+    for (int i = 0; i < sk_PKCS7_num(safes) && work->refusal == 0; i++) {
+        PKCS7 *p7 = sk_PKCS7_value(safes, i);
+        STACK_OF(PKCS12_SAFEBAG) *bags = NULL;
+        switch (OBJ_obj2nid(p7->type)) {
+        case NID_pkcs7_data:
+            bags = PKCS12_unpack_p7data(p7);
+            break;
+        case NID_pkcs7_encrypted:
+            if (p7->d.encrypted != NULL && p7->d.encrypted->enc_data != NULL)
+                latchkey_p12_algorithm(work, p7->d.encrypted->enc_data->algorithm, max_bags);
+            if (decrypt && work->refusal == 0) {
+                bags = PKCS12_unpack_p7encdata(p7, pass, passlen);
+                if (bags == NULL) i = sk_PKCS7_num(safes);  // PKCS12_parse fails here: nothing more runs
+            }
+            break;
+        default: break;
+        }
+        if (bags != NULL) latchkey_p12_bags(work, bags, max_bags, 4);
+        sk_PKCS12_SAFEBAG_pop_free(bags, PKCS12_SAFEBAG_free);
+    }
+    sk_PKCS7_pop_free(safes, PKCS7_free);
+    ERR_clear_error();
+    return 0;
+}
+

@@ -7,6 +7,20 @@ package enum PKCS12 {
     /// Largest PKCS#12 file accepted.
     package static let maximumSize = 16 << 20
 
+    /// Most key-derivation iterations accepted for any one derivation (the MAC, an encrypted safe, a
+    /// shrouded key). OpenSSL 3.0 accepts up to 2^31−1 and derives the MAC several times per import, so
+    /// without a cap a 1 KB file holds a thread for minutes before its passphrase is even checked. Real
+    /// files use 2048 (OpenSSL's default), 2000 to 600,000 (macOS and Windows exports); Windows refuses
+    /// more than 600,000, BoringSSL more than 100,000,000. Ten million is 16 times Windows' limit and
+    /// costs well under a second per derivation.
+    package static let maximumIterations: Int64 = 10_000_000
+    /// Most iterations accepted for the whole file, all derivations together (once each): enough for a
+    /// MAC, the certificates and the key at the largest count each.
+    package static let maximumTotalIterations: Int64 = 3 * maximumIterations
+    /// Most encrypted safes and shrouded keys (and nested safes) accepted in one file: real files have
+    /// one or two.
+    package static let maximumEncryptedBags: Int32 = 64
+
     /// What a PKCS#12 file held.
     package struct Contents: Sendable {
         /// The private key, if the file had one.
@@ -48,6 +62,9 @@ package enum PKCS12 {
         guard let p12 else { throw CryptoError.invalidInput("the data is not a PKCS#12 file") }
         defer { PKCS12_free(p12) }
 
+        // The work the file asks for, from what is readable without its passphrase, before any derivation.
+        try checkWork(p12, decrypt: false, pass: nil)
+
         let pass = cStringCopy(password)
         var pkey: OpaquePointer?, x509: OpaquePointer?, stack: OpaquePointer?
         defer {
@@ -66,19 +83,30 @@ package enum PKCS12 {
         let outcome = pass.withUnsafeBytes { buffer -> ParseOutcome in
             let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
             let hasMAC = PKCS12_mac_present(p12) == 1
+            // The passphrase PKCS12_parse will use, tried in its order: an empty one as absent (NULL) first.
+            var effective: UnsafePointer<CChar>? = text
             if hasMAC {
-                let macOK =
-                    PKCS12_verify_mac(p12, text, Int32(password.count)) == 1
-                    || (password.count == 0 && PKCS12_verify_mac(p12, nil, 0) == 1)
-                guard macOK else { return latchkey_openssl_unavailable_algorithm() == 1 ? .unreadable : .wrongPassword }
+                if password.count == 0 && PKCS12_verify_mac(p12, nil, 0) == 1 {
+                    effective = nil
+                } else if PKCS12_verify_mac(p12, text, Int32(password.count)) != 1 {
+                    return latchkey_openssl_unavailable_algorithm() == 1 ? .unreadable : .wrongPassword
+                }
+            } else if password.count == 0 {
+                effective = nil
             }
             ERR_clear_error()
             // OpenSSL 3.0's PKCS12_parse reads a file without a MAC only without a passphrase; with one it
             // fails as for a wrong MAC, which must not be reported as a wrong passphrase.
             if !hasMAC && password.count > 0 { return .noMAC }
+            // The shrouded keys inside the encrypted safes, which only the passphrase shows.
+            if let refusal = workRefusal(p12, decrypt: true, pass: effective) { return .tooMuchWork(refusal) }
             if PKCS12_parse(p12, text, &pkey, &x509, &stack) == 1 { return .parsed(legacy: false) }
             discard()
             if latchkey_openssl_unavailable_algorithm() == 1 {
+                guard LegacyPKCS12.isAvailable else { return .unreadable }
+                // The safes the default context could not decrypt, looked into with the legacy ciphers.
+                let inside = LegacyPKCS12.withContext { measure(p12, decrypt: true, pass: effective) }
+                if let work = inside ?? nil, let refusal = refusal(of: work) { return .tooMuchWork(refusal) }
                 if LegacyPKCS12.parse(p12, text, &pkey, &x509, &stack) { return .parsed(legacy: true) }
                 discard()
                 if latchkey_openssl_unavailable_algorithm() == 1 { return .unreadable }
@@ -101,6 +129,8 @@ package enum PKCS12 {
             throw CryptoError.invalidInput("the PKCS#12 file does not decrypt although its passphrase is right")
         case .noMAC:
             throw CryptoError.unsupported("PKCS#12 files without an integrity MAC are read only without a passphrase")
+        case .tooMuchWork(let why):
+            throw CryptoError.unsupported(why)
         }
 
         var key: AsymmetricKey?
@@ -148,6 +178,54 @@ package enum PKCS12 {
         case damaged
         /// No MAC, and a passphrase, which OpenSSL cannot use together.
         case noMAC
+        /// More key-derivation work than accepted, found inside an encrypted safe.
+        case tooMuchWork(String)
+    }
+
+    /// Throws `.unsupported` when `p12` asks for more key-derivation work than accepted (see
+    /// `workRefusal`).
+    private static func checkWork(
+        _ p12: OpaquePointer, decrypt: Bool, pass: UnsafePointer<CChar>?
+    ) throws(CryptoError) {
+        if let refusal = workRefusal(p12, decrypt: decrypt, pass: pass) { throw CryptoError.unsupported(refusal) }
+    }
+
+    /// Why `p12` is refused for the key-derivation work it asks for (the iteration counts of its MAC,
+    /// encrypted safes and shrouded keys; how many of those; scrypt), or nil. Without `decrypt`, nothing
+    /// is derived; with it, the encrypted safes are decrypted with `pass` to see the keys inside, which
+    /// a walk without it must have accepted first.
+    private static func workRefusal(_ p12: OpaquePointer, decrypt: Bool, pass: UnsafePointer<CChar>?) -> String? {
+        measure(p12, decrypt: decrypt, pass: pass).flatMap(refusal(of:))
+    }
+
+    /// The walk behind `workRefusal`, OpenSSL calls only (it may run in the legacy context); nil when
+    /// the authenticated safes do not decode, which PKCS12_parse fails on before deriving anything.
+    private static func measure(
+        _ p12: OpaquePointer, decrypt: Bool, pass: UnsafePointer<CChar>?
+    ) -> latchkey_p12_work? {
+        var work = latchkey_p12_work()
+        return latchkey_pkcs12_check(p12, decrypt ? 1 : 0, pass, -1, maximumEncryptedBags, &work) == 0 ? work : nil
+    }
+
+    private static func refusal(of work: latchkey_p12_work) -> String? {
+        switch Int(work.refusal) {
+        case LATCHKEY_P12_UNSUPPORTED_KDF:
+            return "the file derives a key with a function other than PBKDF2 (such as scrypt), which is not accepted"
+        case LATCHKEY_P12_TOO_MANY_BAGS:
+            return "the file has more than \(maximumEncryptedBags) encrypted safes and keys, or nests them too deep"
+        case LATCHKEY_P12_MALFORMED:
+            return "the file gives a key-derivation iteration count that is not a positive integer"
+        default: break
+        }
+        if work.largest > maximumIterations {
+            return
+                "the file asks for \(work.largest) key-derivation iterations; at most \(maximumIterations) are accepted"
+        }
+        if work.total > maximumTotalIterations {
+            return
+                "the file asks for \(work.total) key-derivation iterations in all; at most \(maximumTotalIterations) are accepted"
+        }
+        return nil
     }
 
     /// A PKCS#12 file holding `key`, `certificate` and `chain`, protected by `password`, with
@@ -237,6 +315,14 @@ private enum LegacyPKCS12 {
     }
 
     static var isAvailable: Bool { context.pointer != nil }
+
+    /// `body` with the legacy context as this thread's default library context, or nil without it. As
+    /// for `parse`, `body` must only call OpenSSL.
+    static func withContext<T>(_ body: () -> T) -> T? {
+        guard let legacy = context.pointer, let previous = OSSL_LIB_CTX_set0_default(legacy) else { return nil }
+        defer { _ = OSSL_LIB_CTX_set0_default(previous) }
+        return body()
+    }
 
     /// `PKCS12_parse` with the legacy context as this thread's default library context, for that call
     /// only (OpenSSL 3 keeps the default context per thread). No Swift code runs while it is in place, so
