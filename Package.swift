@@ -171,7 +171,7 @@ let package = Package(
         // The agent's pure logic (its lock schedule, with a fake clock); the agent as a process is tested end to end.
         .testTarget(name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent"]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
-        .target(name: "LatchkeyTestSupport", path: "Tests/LatchkeyTestSupport"),
+        .target(name: "LatchkeyTestSupport", dependencies: ["LatchkeyDBus"], path: "Tests/LatchkeyTestSupport"),
         .testTarget(
             name: "LatchkeyEndToEndTests",
             dependencies: [

@@ -136,44 +136,36 @@ final class AgentClient: Sendable {
         case .nothingListens:
             break
         }
-        let started = AgentLauncher.start(
-            endpoint: endpoint, timeoutMilliseconds: AgentClient.startTimeoutMilliseconds)
-        switch started {
-        case .failure(let failure):
-            return unavailable(failure.message)
-        case .success(.listening):
-            switch AgentSocket.connect(endpoint, deadline: .now + startTime) {
+        // After a start, connect once; when another client's agent won the socket's lock (two started at
+        // the same moment), that one may still be opening the keychain: wait for it within the start time.
+        let waitForAnother: Bool
+        switch AgentLauncher.start(endpoint: endpoint, timeoutMilliseconds: AgentClient.startTimeoutMilliseconds) {
+        case .failure(let failure): return unavailable(failure.message)
+        case .success(.listening): waitForAnother = false
+        case .success(.anotherAgentListens): waitForAnother = true
+        }
+        let deadline = ContinuousClock.now + startTime
+        while true {
+            switch AgentSocket.connect(endpoint, deadline: deadline) {
             case .connected(let connected):
                 fd = connected
                 return nil
             case .refused(let why):
                 return unavailable(why)
             case .nothingListens:
+                break
+            }
+            guard waitForAnother else {
                 return unavailable(
                     "the agent started but \(endpoint.socketPath) does not accept connections (see \(endpoint.logPath))"
                 )
             }
-        case .success(.anotherAgentListens):
-            // Another client started an agent at the same moment, and that one won the socket's lock: it
-            // may still be opening the keychain before it listens, so wait for it within the start time.
-            let deadline = ContinuousClock.now + startTime
-            while true {
-                switch AgentSocket.connect(endpoint, deadline: deadline) {
-                case .connected(let connected):
-                    fd = connected
-                    return nil
-                case .refused(let why):
-                    return unavailable(why)
-                case .nothingListens:
-                    break
-                }
-                guard ContinuousClock.now < deadline else {
-                    return unavailable(
-                        "another latchkeyd holds \(endpoint.lockPath) but did not listen on \(endpoint.socketPath) "
-                            + "within \(AgentClient.startTimeoutMilliseconds) ms (see \(endpoint.logPath))")
-                }
-                usleep(AgentClient.socketRetryMicroseconds)
+            guard ContinuousClock.now < deadline else {
+                return unavailable(
+                    "another latchkeyd holds \(endpoint.lockPath) but did not listen on \(endpoint.socketPath) "
+                        + "within \(AgentClient.startTimeoutMilliseconds) ms (see \(endpoint.logPath))")
             }
+            usleep(AgentClient.socketRetryMicroseconds)
         }
     }
 }

@@ -1,4 +1,5 @@
 import LatchkeyDBus
+import LatchkeyTestSupport
 import XCTest
 
 extension AgentTestCase {
@@ -11,24 +12,7 @@ extension AgentTestCase {
         line: UInt = #line
     ) throws {
         let pid = try XCTUnwrap(agentPID(), file: file, line: line)
-        let pinged = try connection.sync { bus -> Int in
-            let daemon = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
-            let names =
-                try bus.call(destination: daemon.0, path: daemon.1, interface: daemon.2, member: "ListNames")
-                .arguments().first?.elements?.compactMap(\.string) ?? []
-            var pinged = 0
-            for name in names where name.hasPrefix(":") {
-                let owner = try? bus.call(
-                    destination: daemon.0, path: daemon.1, interface: daemon.2,
-                    member: "GetConnectionUnixProcessID", [.string(name)]
-                ).arguments().first?.uint32
-                guard owner == UInt32(pid) else { continue }
-                // sd-bus answers org.freedesktop.DBus.Peer.Ping on every connection, in its loop.
-                _ = try bus.call(destination: name, path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping")
-                pinged += 1
-            }
-            return pinged
-        }
+        let pinged = try connection.pingConnections(ofProcess: pid)
         XCTAssertGreaterThan(pinged, 0, "the agent is on the bus", file: file, line: line)
     }
 }

@@ -122,23 +122,7 @@ final class SessionEndTests: PAMTestCase {
     /// each of its connections on the bus comes back only after them (one sender's messages arrive in
     /// order, and sd-bus answers in its loop).
     private func waitUntilHandled(by agent: pid_t, _ connection: BusConnection) throws {
-        let pinged = try connection.sync { bus -> Int in
-            let daemon = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
-            let names =
-                try bus.call(destination: daemon.0, path: daemon.1, interface: daemon.2, member: "ListNames")
-                .arguments().first?.elements?.compactMap(\.string) ?? []
-            var pinged = 0
-            for name in names where name.hasPrefix(":") {
-                let owner = try? bus.call(
-                    destination: daemon.0, path: daemon.1, interface: daemon.2,
-                    member: "GetConnectionUnixProcessID", [.string(name)]
-                ).arguments().first?.uint32
-                guard owner == UInt32(agent) else { continue }
-                _ = try bus.call(destination: name, path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping")
-                pinged += 1
-            }
-            return pinged
-        }
+        let pinged = try connection.pingConnections(ofProcess: agent)
         XCTAssertGreaterThan(pinged, 0, "the agent is not on the system bus:\n\(agentLog)")
     }
 }
