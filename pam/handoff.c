@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -99,6 +100,36 @@ int lk_agent_connect(const char *sockdir, uid_t uid, const char **why)
 		return *why = "the agent socket is served by another user", -1;
 	}
 	return fd;
+}
+
+/* Whether a process holds <sockdir>/agent.lock (the socket lock a listening agent holds for its life)
+ * now: a shared flock tried without waiting and released at once. 0 when the file is missing; 1 when it
+ * is held or the probe cannot tell (not a regular file of the user's, an error). It is examined without
+ * following links before root opens it, and must still be that file once open. An agent started for a
+ * socket whose lock another holds says so (readiness byte 2) and exits; the holder may be an agent on
+ * its way out that never listens, and this tells the caller to start one again.
+ * AgentEndpoint.socketLockIsHeld is the Swift client's. */
+int lk_agent_lock_held(const char *sockdir, uid_t uid)
+{
+	struct stat named, opened;
+	int dfd, fd, held = 1, n;
+
+	dfd = open(sockdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : 1;
+	if (fstatat(dfd, "agent.lock", &named, AT_SYMLINK_NOFOLLOW) != 0) {
+		held = errno == ENOENT ? 0 : 1;
+	} else if (S_ISREG(named.st_mode) && named.st_uid == uid &&
+	           (fd = openat(dfd, "agent.lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) >= 0) {
+		if (fstat(fd, &opened) == 0 && opened.st_dev == named.st_dev && opened.st_ino == named.st_ino) {
+			while ((n = flock(fd, LOCK_SH | LOCK_NB)) != 0 && errno == EINTR)
+				;
+			held = n != 0;
+		}
+		close(fd); /* releases the shared lock, if it was taken */
+	}
+	close(dfd);
+	return held;
 }
 
 /* Waits until `fd` is ready for `events` or `deadline` passes: 0 when ready, -1 otherwise. */

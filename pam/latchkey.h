@@ -105,10 +105,12 @@ struct lk_user {
 enum { LK_CALL_TIMEOUT_MS = 5000 };
 
 /* How long an agent started on demand may take to listen; lk_agent_start's LK_AGENT_ANOTHER: the agent
- * started found another one holding the socket's lock (readiness byte 2), which listens, or will. */
-enum { LK_AGENT_START_TIMEOUT_MS = 5000, LK_AGENT_ANOTHER = 1 };
+ * started found another one holding the socket's lock (readiness byte 2), which listens, or will; at most
+ * LK_AGENT_MAX_STARTS agents for one connection (more only when that holder exits without listening). */
+enum { LK_AGENT_START_TIMEOUT_MS = 5000, LK_AGENT_ANOTHER = 1, LK_AGENT_MAX_STARTS = 4 };
 
 LK_HIDDEN int lk_agent_connect(const char *sockdir, uid_t uid, const char **why);
+LK_HIDDEN int lk_agent_lock_held(const char *sockdir, uid_t uid);
 LK_HIDDEN int lk_agent_call(int fd, int opcode, const uint8_t *body, size_t len, int32_t *status);
 LK_HIDDEN int lk_agent_hello(int fd, uid_t uid, pid_t *pid);
 LK_HIDDEN int lk_agent_trusted(const char *path, char *resolved, size_t cap, const char **why);

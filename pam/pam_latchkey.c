@@ -256,23 +256,32 @@ out:
 static int agent_connection(struct ctx *c, int start)
 {
 	const char *why = "";
-	int fd = lk_agent_connect(c->sockdir, c->user.uid, &why), rc;
+	int fd = lk_agent_connect(c->sockdir, c->user.uid, &why), rc, starts;
 	int64_t deadline = lk_now_ms() + LK_AGENT_START_TIMEOUT_MS;
 	const struct timespec pause = { 0, 50 * 1000 * 1000 };
 
 	if (fd == -2 && start) {
-		rc = lk_agent_start(&c->user, c->opt.agent, c->keychain, c->sockdir, c->has_runtime ? c->runtime : NULL,
-		                    &why);
-		if (rc < 0) {
-			LOG(c, LOG_WARNING, "cannot start %s for %s: %s", c->opt.agent, c->user.name, why);
-			return -1;
-		}
-		fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
-		/* Another agent won the socket's lock and may still be opening the keychain before it listens:
-		 * it gets what is left of the start's 5 s (AgentClient.connectOrStart does the same). */
-		while (rc == LK_AGENT_ANOTHER && fd == -2 && lk_now_ms() < deadline) {
-			nanosleep(&pause, NULL);
+		for (starts = 1;; starts++) {
+			rc = lk_agent_start(&c->user, c->opt.agent, c->keychain, c->sockdir,
+			                    c->has_runtime ? c->runtime : NULL, &why);
+			if (rc < 0) {
+				LOG(c, LOG_WARNING, "cannot start %s for %s: %s", c->opt.agent, c->user.name, why);
+				return -1;
+			}
 			fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
+			/* Another agent won the socket's lock and may still be opening the keychain before it
+			 * listens: it gets what is left of the start's 5 s. The holder may also be an agent on its
+			 * way out (stopped, its last threads exiting) that never listens: once the lock is free,
+			 * start again, a few times at most (AgentClient.connectOrStart does the same). */
+			while (rc == LK_AGENT_ANOTHER && fd == -2 && lk_now_ms() < deadline &&
+			       (starts >= LK_AGENT_MAX_STARTS || lk_agent_lock_held(c->sockdir, c->user.uid))) {
+				nanosleep(&pause, NULL);
+				fd = lk_agent_connect(c->sockdir, c->user.uid, &why);
+			}
+			if (rc != LK_AGENT_ANOTHER || fd != -2 || lk_now_ms() >= deadline)
+				break;
+			DEBUG(c, "the agent that held %s/agent.lock exited without listening; starting another",
+			      c->sockdir);
 		}
 		if (fd == -2 && rc == LK_AGENT_ANOTHER)
 			LOG(c, LOG_WARNING, "another agent of %s holds %s/agent.lock but did not listen within 5 s",

@@ -18,6 +18,9 @@ final class AgentClient: Sendable {
     static let startTimeoutMilliseconds: Int32 = 5_000
     /// How often a client waiting for another agent to listen tries the socket again.
     static let socketRetryMicroseconds: UInt32 = 20_000
+    /// How many agents one connect may start: the first, and more only when the one holding the socket's
+    /// lock turned out to be exiting (`connectOrStart`).
+    static let maximumStarts = 4
     /// How long a client waits for the answer to a request before giving up (errSecNotAvailable).
     /// Unlock and create run Argon2id in the agent, so this is generous; a hung agent still cannot
     /// hang the caller forever.
@@ -138,13 +141,23 @@ final class AgentClient: Sendable {
         }
         // After a start, connect once; when another client's agent won the socket's lock (two started at
         // the same moment), that one may still be opening the keychain: wait for it within the start time.
-        let waitForAnother: Bool
-        switch AgentLauncher.start(endpoint: endpoint, timeoutMilliseconds: AgentClient.startTimeoutMilliseconds) {
-        case .failure(let failure): return unavailable(failure.message)
-        case .success(.listening): waitForAnother = false
-        case .success(.anotherAgentListens): waitForAnother = true
-        }
+        // The holder may also be an agent on its way out (stopped, its last threads still exiting), which
+        // never listens: once the lock is free, start again (a few times at most).
         let deadline = ContinuousClock.now + startTime
+        var starts = 0
+        var waitForAnother = false
+        func start() -> Response? {
+            starts += 1
+            let left = max(deadline - ContinuousClock.now, .milliseconds(1)).components
+            let milliseconds = Int32(clamping: left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000)
+            switch AgentLauncher.start(endpoint: endpoint, timeoutMilliseconds: milliseconds) {
+            case .failure(let failure): return unavailable(failure.message)
+            case .success(.listening): waitForAnother = false
+            case .success(.anotherAgentListens): waitForAnother = true
+            }
+            return nil
+        }
+        if let failed = start() { return failed }
         while true {
             switch AgentSocket.connect(endpoint, deadline: deadline) {
             case .connected(let connected):
@@ -164,6 +177,10 @@ final class AgentClient: Sendable {
                 return unavailable(
                     "another latchkeyd holds \(endpoint.lockPath) but did not listen on \(endpoint.socketPath) "
                         + "within \(AgentClient.startTimeoutMilliseconds) ms (see \(endpoint.logPath))")
+            }
+            if starts < AgentClient.maximumStarts, !endpoint.socketLockIsHeld() {
+                if let failed = start() { return failed }
+                continue
             }
             usleep(AgentClient.socketRetryMicroseconds)
         }

@@ -64,6 +64,28 @@ package struct AgentEndpoint: Sendable, Equatable {
         return info.st_mode & S_IFMT == S_IFDIR && info.st_uid == uid && info.st_mode & 0o7777 == 0o700
     }
 
+    /// Whether a process holds the socket lock (`lockPath`) now: a shared `flock` tried without waiting
+    /// and released at once. False when the file is missing; true when the lock is held or the probe
+    /// cannot tell (another kind of file, another owner, an error: the caller then keeps waiting).
+    ///
+    /// A client told that another agent holds the lock (`AgentReadiness.anotherAgentListens`) waits for
+    /// that agent to listen; the holder may instead be an agent on its way out (stopped, its last threads
+    /// still exiting), which never will. Once the lock is free, the client starts an agent again.
+    /// pam_latchkey's `lk_agent_lock_held` does the same.
+    package func socketLockIsHeld() -> Bool {
+        let fd = open(lockPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return errno != ENOENT && errno != ELOOP }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return true }
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid() else { return true }
+        while flock(fd, LOCK_SH | LOCK_NB) != 0 {
+            if errno != EINTR { return true }
+        }
+        _ = flock(fd, LOCK_UN)
+        return false
+    }
+
     /// Creates the directory if needed and checks it is the user's own private directory.
     /// Returns a description of the problem, or nil when the directory is fit to use.
     package func prepareDirectory(create: Bool) -> String? {

@@ -161,6 +161,32 @@ final class SocketOwnershipTests: AgentTestCase {
         XCTAssertEqual(agentsServingThisKeychain().count, 1)
     }
 
+    /// A client that finds the socket's lock held by an agent on its way out (stopped, its last threads
+    /// still exiting: nobody will listen) starts an agent once the lock is free, instead of waiting out
+    /// its 5 s for a socket that never comes and reporting -25291. The stress-passwd script found it: a
+    /// command right after `kill -TERM` failed. Here the test process holds the lock for half a second.
+    func testAClientStartsAnAgentOnceAnExitingHolderReleasesTheSocketLock() throws {
+        try createKeychain()
+        let first = try XCTUnwrap(agentPID())
+        AgentClient.shared.resetConnection()
+        kill(first, SIGTERM)
+        waitForExit(first)
+
+        let lock = open(runtimeDirectory + "/latchkey/agent.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        XCTAssertGreaterThanOrEqual(lock, 0)
+        // The stopped agent may hold it a moment more itself (its last threads exiting): the very case.
+        XCTAssertTrue(Poll.until(within: 10) { flock(lock, LOCK_EX | LOCK_NB) == 0 }, "the stopped agent kept its lock")
+        let release = Thread {
+            usleep(500_000)
+            close(lock)
+        }
+        release.start()
+
+        let after = try cli(["status"])
+        XCTAssertEqual(after.status, 0, "a command while the lock's holder exits: \(after.err)")
+        XCTAssertEqual(agentsServingThisKeychain().count, 1)
+    }
+
     /// Runs `latchkeyd` in the foreground for this test's keychain with another runtime directory,
     /// and waits (at most 20 s) for it to exit; returns whether it did, and what it logged.
     ///

@@ -16,7 +16,8 @@
  *     sessionOpen for an agent that predates that (the stand-ins answer errSecUnimplemented);
  *   - without XDG_RUNTIME_DIR, it finds the agent in /run/user/UID/latchkey when logind made that
  *     directory (as the Swift client does);
- *   - an agent it starts that finds another one holding the socket (readiness byte 2) is waited for;
+ *   - an agent it starts that finds another one holding the socket (readiness byte 2) is waited for,
+ *     and when that holder exits without listening (an agent on its way out), another is started;
  *   - no key is handed over when the agent refused the session (nothing would lock it at logout), and
  *     the module running as the user (a screen locker) sends no session requests;
  *   - the module never runs the application's SIGCHLD handler and leaves no child behind.
@@ -24,8 +25,7 @@
  * Needs root (the module and the stand-ins act as the users); skipped otherwise.
  * Usage: test_pam /abs/pam_latchkey.so /abs/tests/test_authtok.so
  * (and, as the stand-in agent, test_pam --stand-in LISTEN_FD LETTERS_FD ok|refuse; as an agent the
- * module starts when none runs, --daemon --keychain DIR: it exits at once, as one that found another
- * agent serving; when DIR holds a file "another-agent", after writing readiness byte 2 on fd 3) */
+ * module starts when none runs, --daemon --keychain DIR: see started_agent) */
 #include "latchkey.h"
 
 #include <ctype.h>
@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -257,7 +258,7 @@ static void agent_wait(struct agent *a, const struct who *w, int wait_ms)
  * once: agent_wait then waits for it. */
 static void agent_start_as(struct agent *a, const struct who *w, enum stand_in_kind kind)
 {
-	char sockdir[300], log[320], lfd_arg[16], letters_arg[16];
+	char sockdir[300], log[320], lock[320], lfd_arg[16], letters_arg[16];
 	char *argv[] = {
 		agent_copy, (char *)"--stand-in", lfd_arg, letters_arg, (char *)(kind == REFUSING ? "refuse" : "ok"),
 		NULL
@@ -282,6 +283,10 @@ static void agent_start_as(struct agent *a, const struct who *w, enum stand_in_k
 		memcpy(addr.sun_path + strlen(sockdir), "/agent.sock", 12);
 		if (lk_drop_privileges(&w->user) != 0 || mkdir(sockdir, 0700) != 0)
 			_exit(1);
+		/* The socket's lock, as latchkeyd holds it for its life (kept across the exec). */
+		snprintf(lock, sizeof lock, "%s/agent.lock", sockdir);
+		if ((lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW, 0600)) < 0 || flock(lfd, LOCK_EX | LOCK_NB) != 0)
+			_exit(1);
 		lfd = socket(AF_UNIX, SOCK_STREAM, 0);
 		if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0)
 			_exit(2);
@@ -304,17 +309,58 @@ static void agent_start_as(struct agent *a, const struct who *w, enum stand_in_k
 		agent_wait(a, w, 0);
 }
 
-/* The agent the module starts (--daemon --keychain DIR): exits at once, as one that found another
- * agent holding the socket's lock; an agent that predates readiness byte 2 just exits, a current one
- * (when DIR holds "another-agent") writes 2 on LATCHKEY_READY_FD first. */
-static int another_agent(const char *keychain)
+/* The agent the module starts (--daemon --keychain DIR). When DIR holds a file "serve", it does what
+ * latchkeyd does: it takes the socket's lock without waiting (held by another: readiness byte 2 on fd 3,
+ * and exit), binds and listens, forks (the process the module started exits), writes byte 1 and serves
+ * as a stand-in, its letters appended to DIR/letters and its pid in DIR/pid. Otherwise it exits at once,
+ * as one that found another agent holding the lock: an agent that predates readiness byte 2 just exits,
+ * a current one (when DIR holds "another-agent") writes 2 first. */
+static int started_agent(const char *keychain)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX + 32], sockdir[PATH_MAX];
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	struct sockaddr_un addr;
+	int lock, lfd, letters, n;
+	FILE *f;
 
-	snprintf(path, sizeof path, "%s/another-agent", keychain);
-	if (exists(path) && write(3, "\x02", 1) != 1)
+	snprintf(path, sizeof path, "%s/serve", keychain);
+	if (!exists(path)) {
+		snprintf(path, sizeof path, "%s/another-agent", keychain);
+		return exists(path) && write(3, "\x02", 1) != 1 ? 1 : 0;
+	}
+	if (run == NULL)
 		return 1;
-	return 0;
+	snprintf(sockdir, sizeof sockdir, "%s/latchkey", run);
+	snprintf(path, sizeof path, "%s/agent.lock", sockdir);
+	if ((lock = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		return 1;
+	if (flock(lock, LOCK_EX | LOCK_NB) != 0)
+		return errno == EWOULDBLOCK && write(3, "\x02", 1) == 1 ? 0 : 1;
+	memset(&addr, 0, sizeof addr);
+	addr.sun_family = AF_UNIX;
+	n = snprintf(addr.sun_path, sizeof addr.sun_path, "%s/agent.sock", sockdir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (n < 0 || (size_t)n >= sizeof addr.sun_path || lfd < 0 ||
+	    bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, 8) != 0)
+		return 1;
+	snprintf(path, sizeof path, "%s/letters", keychain);
+	if ((letters = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
+		return 1;
+	switch (fork()) {
+	case -1:
+		return 1;
+	case 0:
+		break;
+	default:
+		return 0;
+	}
+	setsid();
+	snprintf(path, sizeof path, "%s/pid", keychain);
+	if ((f = fopen(path, "w")) == NULL || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 ||
+	    write(3, "\x01", 1) != 1)
+		return 1;
+	close(3);
+	return stand_in(lfd, letters, 0);
 }
 
 static void agent_start(struct agent *a, const struct who *w)
@@ -349,6 +395,8 @@ static void agent_stop(struct agent *a, const struct who *w)
 	snprintf(path, sizeof path, "%s/latchkey/agent.sock", w->run);
 	unlink(path);
 	snprintf(path, sizeof path, "%s/latchkey/agent.log", w->run); /* of an agent the module started */
+	unlink(path);
+	snprintf(path, sizeof path, "%s/latchkey/agent.lock", w->run);
 	unlink(path);
 	snprintf(path, sizeof path, "%s/latchkey", w->run);
 	rmdir(path);
@@ -675,6 +723,79 @@ static void test_another_agent_listens(void)
 	unlink(A.keybag);
 }
 
+/* An agent on its way out (stopped, its last threads still exiting) holds the socket's lock but will
+ * never listen. The agent the module starts finds the lock held, says so (byte 2) and exits; once the
+ * lock is free the module starts another, which serves, instead of waiting out its 5 s for a socket
+ * that never comes (the keychain would stay locked after the login). */
+static void test_exiting_agent_holds_the_lock(void)
+{
+	char flag[320], sockdir[300], path[400], ops[16] = "", c = 0;
+	pam_handle_t *h;
+	pid_t holder, served = 0;
+	int p[2], fd, i, status;
+	ssize_t n;
+	FILE *f;
+
+	put_keybag(&A, "pw-A", 0, 0, 0);
+	snprintf(flag, sizeof flag, "%s/serve", A.keychain);
+	touch_as(flag, &A);
+	snprintf(sockdir, sizeof sockdir, "%s/latchkey", A.run);
+	CHECK(pipe(p) == 0, "pipe");
+	if ((holder = lk_fork_quiet()) == 0) {
+		close(p[0]);
+		snprintf(path, sizeof path, "%s/agent.lock", sockdir);
+		if (lk_drop_privileges(&A.user) != 0 || mkdir(sockdir, 0700) != 0 ||
+		    (fd = open(path, O_RDWR | O_CREAT, 0600)) < 0 || flock(fd, LOCK_EX) != 0 ||
+		    write(p[1], "H", 1) != 1)
+			_exit(1);
+		/* Until the module has started an agent (its log appears), and a moment more. */
+		snprintf(path, sizeof path, "%s/agent.log", sockdir);
+		for (i = 0; !exists(path) && i < 1000; i++)
+			usleep(10000);
+		usleep(300000);
+		_exit(0);
+	}
+	close(p[1]);
+	CHECK(holder > 0 && read(p[0], &c, 1) == 1 && c == 'H', "a process holds the socket's lock");
+	close(p[0]);
+	h = begin(&A);
+	become(h, &A);
+	CHECK(authenticate(h, "pw-A") == PAM_SUCCESS, "auth");
+	CHECK(pam_open_session(h, 0) == PAM_SUCCESS, "open_session");
+	CHECK(holder > 0 && waitpid(holder, &status, __WALL) == holder && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the lock's holder");
+	snprintf(path, sizeof path, "%s/letters", A.keychain);
+	if ((fd = open(path, O_RDONLY)) >= 0) {
+		n = read(fd, ops, sizeof ops - 1);
+		ops[n > 0 ? n : 0] = 0;
+		close(fd);
+	}
+	CHECK(strcmp(ops, "OK") == 0,
+	      "the agent started after the holder exited: want sessionOpen, keyHandoff, got '%s'", ops);
+	pam_end(h, PAM_SUCCESS);
+	snprintf(path, sizeof path, "%s/pid", A.keychain);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%d", &served) != 1)
+			served = 0;
+		fclose(f);
+	}
+	if (served > 0)
+		kill(served, SIGKILL);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/letters", A.keychain);
+	unlink(path);
+	unlink(flag);
+	unlink(A.keybag);
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/%s", sockdir,
+		         i == 0   ? "agent.sock"
+		         : i == 1 ? "agent.log"
+		                  : "agent.lock");
+		unlink(path);
+	}
+	CHECK(rmdir(sockdir) == 0, "remove %s", sockdir);
+}
+
 /* An agent that refuses the session gets no key: nothing would count the login, so nothing would
  * lock the keychain at logout. */
 static void test_refused_session_gets_no_key(void)
@@ -811,7 +932,7 @@ int main(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[1], "--stand-in") == 0)
 		return stand_in(atoi(argv[2]), atoi(argv[3]), strcmp(argv[4], "refuse") == 0);
 	if (argc == 4 && strcmp(argv[1], "--daemon") == 0)
-		return another_agent(argv[3]); /* started by the module, as an agent that found another serving */
+		return started_agent(argv[3]); /* started by the module: see started_agent */
 	if (argc != 3 || realpath(argv[1], module) == NULL || realpath(argv[2], authtok) == NULL) {
 		fprintf(stderr, "usage: test_pam pam_latchkey.so test_authtok.so\n");
 		return 2;
@@ -841,6 +962,7 @@ int main(int argc, char **argv)
 	test_logind_session_id();
 	test_user_runtime_dir();
 	test_another_agent_listens();
+	test_exiting_agent_holds_the_lock();
 	test_refused_session_gets_no_key();
 	test_as_the_user();
 
