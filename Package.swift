@@ -72,6 +72,10 @@ let package = Package(
             name: "LatchkeyKeybag",
             dependencies: ["LatchkeyCrypto", "LatchkeyModel", "LatchkeySystem", systemPackage]),
         .target(name: "LatchkeyStore", dependencies: ["CSQLite"]),
+        // Which application is calling and what it is entitled to (issue 12): the caller's identity as the
+        // kernel vouches for it, and the application files (applications.d) that grant access groups.
+        // Used by the agent (to give each connection its groups) and the CLI (`latchkey apps`).
+        .target(name: "LatchkeyApplications", dependencies: ["LatchkeySystem", systemPackage]),
         // The value encoding (SecValue <-> bytes, its caps): the protocol's values and the store's sealed
         // attributes (docs/PROTOCOL.md §3, docs/STORE.md). Pure, so both formats can share it.
         .target(name: "LatchkeyCodec", dependencies: ["LatchkeyModel"]),
@@ -115,7 +119,7 @@ let package = Package(
             dependencies: [
                 "LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
                 "LatchkeySecretService", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
-                .product(name: "Logging", package: "swift-log"), systemPackage,
+                "LatchkeyApplications", .product(name: "Logging", package: "swift-log"), systemPackage,
             ]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
         .target(
@@ -129,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "Latchkey", "LatchkeySecrets", "LatchkeyCrypto",
+                "Latchkey", "LatchkeySecrets", "LatchkeyCrypto", "LatchkeyApplications",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
