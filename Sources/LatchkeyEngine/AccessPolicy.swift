@@ -42,6 +42,23 @@ package struct AccessRequest: Sendable, Equatable {
     }
 }
 
+/// Which access groups' items a request sees and touches: the items of every other group are, for it,
+/// not there (Apple's `agrp IN (<caller groups>)`, docs/ACCESS-GROUPS.md).
+package enum GroupScope: Sendable, Equatable {
+    /// Every group (a caller trusted with all of them).
+    case all
+    /// Only these groups.
+    case only([String])
+
+    /// Whether an item of `group` is within the scope.
+    package func contains(_ group: String) -> Bool {
+        switch self {
+        case .all: true
+        case .only(let groups): groups.contains(group)
+        }
+    }
+}
+
 /// The policy's answer to one request.
 package enum AccessDecision: Sendable, Equatable {
     case allow
@@ -62,6 +79,15 @@ package protocol AccessPolicy: Sendable {
     func defaultAccessGroup(for caller: Caller) -> String
     /// Whether `request` may go ahead.
     func decide(_ request: AccessRequest) -> AccessDecision
+    /// The groups whose items `caller`'s requests see and touch.
+    func scope(for caller: Caller) -> GroupScope
+}
+
+extension AccessPolicy {
+    /// The caller's own groups, or every group for a caller that may use any.
+    package func scope(for caller: Caller) -> GroupScope {
+        caller.mayUseAnyGroup ? .all : .only(caller.accessGroups)
+    }
 }
 
 /// Today's rules: a caller may use the groups `Caller.mayUse(group:)` allows (every group, for every
@@ -86,6 +112,11 @@ package struct AccessGroupPolicy: AccessPolicy {
 /// The one place where the engine puts a request to its access policy.
 struct RequestGate: Sendable {
     let policy: any AccessPolicy
+
+    /// The groups whose items `caller`'s requests see and touch (`ItemRules.scope`).
+    func scope(for caller: Caller) -> GroupScope {
+        policy.scope(for: caller)
+    }
 
     /// Asks the policy about `request`, after giving a request that adds items and names no group the
     /// caller's default group; returns the request as admitted (its groups are where new items go),

@@ -130,7 +130,7 @@ struct Identities {
                     others.attributes[SecAttr.publicKeyHash] = pair.certificate.attributes[SecAttr.publicKeyHash]
                     others.synchronizable = nil
                     let sharing = try store.headers(
-                        matching: items.filter(
+                        matching: try items.filter(
                             for: others, hashes: try items.queryHashes(others),
                             limit: nil))
                     if sharing.contains(where: { !certificateIDs.contains($0.id) }) { continue }
@@ -154,7 +154,7 @@ struct Identities {
         keyQuery.attributes[SecAttr.keyClass] = .int(KeyReference.classPrivate)
         keyQuery.synchronizable = nil
         return try items.store.headers(
-            matching: items.filter(
+            matching: try items.filter(
                 for: keyQuery, hashes: try items.queryHashes(keyQuery),
                 limit: nil))
     }

@@ -16,14 +16,16 @@ extension ItemRules {
                 // computed. Only the classes whose keys are held (the Always classes) can be read at all,
                 // so scan those and match the opened attributes; rows of locked classes cannot be
                 // evaluated and are not visible.
-                var scan = filter(for: query, hashes: [], limit: nil)
+                // Every row is opened and checked against the scope below (no hash of `agrp` either).
+                var scan = unscopedFilter(for: query, hashes: [], limit: nil)
                 let held = ProtectionClass.allCases.filter { keys.isAvailable($0) && (query.protection ?? $0) == $0 }
                 scan.protections = held.map { Int($0.rawValue) }
                 rows = try store.rows(matching: scan)
             } else {
                 // Filters on the opened item come after the index: a limit there would cut too early.
                 let indexLimit = query.hasItemFilters ? nil : limit
-                rows = try store.rows(matching: filter(for: query, hashes: try queryHashes(query), limit: indexLimit))
+                rows = try store.rows(
+                    matching: try filter(for: query, hashes: try queryHashes(query), limit: indexLimit))
             }
         } catch {
             throw EngineErrors.map(error)
@@ -33,14 +35,18 @@ extension ItemRules {
             let item = try ItemSealer.open(row, keys: keys)
             // The index found the row by keyed hashes; the opened attributes must agree, or the index was
             // tampered with and the row is not returned.
-            guard ItemSealer.matches(item, query.attributes), try Self.passesItemFilters(item, query) else { continue }
+            // The same goes for the access group, which the scope's hashes selected (or nothing did: a
+            // lookup by reference, a scan without the index key).
+            guard isVisible(item), ItemSealer.matches(item, query.attributes), try Self.passesItemFilters(item, query)
+            else { continue }
             items.append(item)
             if let limit, items.count >= limit { break }
         }
         if keys.indexKey == nil, query.persistentRef == nil, !query.attributes.isEmpty, items.count < (limit ?? .max) {
             // Rows of locked classes could not be evaluated. If any exist, "not found" might be false,
             // and callers that delete what they cannot read would destroy credentials: say locked.
-            var locked = filter(for: query, hashes: [], limit: 1)
+            // Rows of other groups cannot be told apart without the index key either: they count too.
+            var locked = unscopedFilter(for: query, hashes: [], limit: 1)
             locked.protections = ProtectionClass.allCases
                 .filter { !keys.isAvailable($0) && (query.protection ?? $0) == $0 }
                 .map { Int($0.rawValue) }
@@ -107,13 +113,67 @@ extension ItemRules {
         }
     }
 
-    func filter(for query: ItemQuery, hashes: [[UInt8]], limit: Int?) -> RowFilter {
+    /// The rows `query` selects by `hashes`, within the request's scope: rows of other access groups are
+    /// not selected (the keyed hashes of the scope's `agrp` values, which need the index key).
+    func filter(for query: ItemQuery, hashes: [[UInt8]], limit: Int?) throws(SecError) -> RowFilter {
+        var filter = unscopedFilter(for: query, hashes: hashes, limit: limit)
+        filter.anyOfHashes = try scopeHashes(query.itemClass)
+        return filter
+    }
+
+    /// The same rows in every group: only for rows that are opened and checked with `isVisible`
+    /// afterwards, or counted without being returned.
+    func unscopedFilter(for query: ItemQuery, hashes: [[UInt8]], limit: Int?) -> RowFilter {
         RowFilter(
             itemClass: Int(query.itemClass.rawValue),
             protections: query.protection.map { [Int($0.rawValue)] },
             synchronizable: query.synchronizable,
             allOfHashes: hashes,
             limit: limit)
+    }
+
+    /// The keyed hashes of the scope's groups (`agrp` values) for rows of `itemClass`; nil for every group.
+    /// Without the index key (before the first unlock, after `lock --all`) a scope cannot be applied to
+    /// unopened rows: errSecInteractionNotAllowed, as for any other filter then.
+    func scopeHashes(_ itemClass: ItemClass) throws(SecError) -> [[UInt8]]? {
+        guard case .only(let groups) = scope else { return nil }
+        guard let spec = itemClass.attribute(SecAttr.accessGroup) else { return [] }
+        let indexKey = try keys.requireIndexKey()
+        var hashes: [[UInt8]] = []
+        hashes.reserveCapacity(groups.count)
+        for group in groups {
+            do {
+                hashes.append(try ItemSealer.attributeHash(spec, .string(group), indexKey: indexKey))
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+        return hashes
+    }
+
+    /// Whether an opened item belongs to a group of the request's scope (its sealed `agrp`, which no
+    /// index can change).
+    func isVisible(_ item: OpenItem) -> Bool {
+        guard case .only = scope else { return true }
+        guard case .string(let group)? = item.attributes[SecAttr.accessGroup] else { return false }
+        return scope.contains(group)
+    }
+
+    /// Whether a row found by its persistent reference (not opened) belongs to a group of the scope: its
+    /// keyed `agrp` hash. Deletes work without the item's class key, so they cannot open it.
+    func isVisible(_ row: StoreRow) throws(SecError) -> Bool {
+        guard case .only = scope else { return true }
+        guard let raw = UInt8(exactly: row.itemClass), let itemClass = ItemClass(rawValue: raw),
+            let hashes = try scopeHashes(itemClass)
+        else { return false }
+        do {
+            let filter = RowFilter(
+                itemClass: row.itemClass, synchronizable: nil, persistentRef: row.persistentRef,
+                anyOfHashes: hashes, limit: 1)
+            return try !store.headers(matching: filter).isEmpty
+        } catch {
+            throw EngineErrors.map(error)
+        }
     }
 
     func lookup(_ ref: PersistentRef) throws -> StoreRow? {

@@ -5,10 +5,16 @@ import LatchkeyStore
 
 /// SecItem's rules over sealed rows: add, copy, update and delete for one request, with the engine's
 /// mutex held. `Keychain` builds one per request from the store and the keys held at that moment, after
-/// the access policy admitted the request (`RequestGate`); the rules themselves know no caller.
+/// the access policy admitted the request (`RequestGate`); the rules themselves know no caller, only the
+/// access groups whose items the request may see (`scope`).
 struct ItemRules {
     let store: Store
     let keys: KeyState
+    /// The groups whose items this request sees and touches; every other item is, for it, not there.
+    /// Rows are selected within it by the keyed hashes of their `agrp` (`filter(for:hashes:limit:)`),
+    /// and every opened item is checked against it again (`isVisible`), so a tampered index cannot
+    /// show another group's item.
+    let scope: GroupScope
     /// Told of every change of a generic password, mutex held (see `Keychain.observeItemChanges`).
     let onChange: (@Sendable (KeychainItemChange) -> Void)?
 
@@ -126,14 +132,15 @@ struct ItemRules {
             let ids: [Int64]
             var refs: [[UInt8]] = []
             if let ref = query.persistentRef {
-                let row = try lookup(ref)
+                var row = try lookup(ref)
+                if let found = row, try !isVisible(found) { row = nil }
                 ids = row.map { [$0.id] } ?? []
                 refs = row.map { [$0.persistentRef] } ?? []
             } else {
                 // Without the index key the filters cannot be evaluated; refusing is the only answer
                 // that never deletes the wrong item.
                 let hashes = try queryHashes(query)
-                let headers = try store.headers(matching: filter(for: query, hashes: hashes, limit: nil))
+                let headers = try store.headers(matching: try filter(for: query, hashes: hashes, limit: nil))
                 ids = headers.map(\.id)
                 refs = headers.map(\.persistentRef)
             }

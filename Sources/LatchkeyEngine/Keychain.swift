@@ -31,11 +31,17 @@ package final class Keychain: @unchecked Sendable {
         lockState = LockState(location: location, mutex: mutex)
     }
 
-    /// Runs `body` with the item rules of the store and keys held now, under the mutex.
-    func withItems<T>(_ body: (ItemRules) throws(SecError) -> T) throws(SecError) -> T {
+    /// Runs `body` with the item rules of the store and keys held now, seeing the items of `scope`, under
+    /// the mutex.
+    func withItems<T>(scope: GroupScope = .all, _ body: (ItemRules) throws(SecError) -> T) throws(SecError) -> T {
         try lockState.withStore { (store, keys) throws(SecError) -> T in
-            try body(ItemRules(store: store, keys: keys, onChange: itemChangeObserver))
+            try body(ItemRules(store: store, keys: keys, scope: scope, onChange: itemChangeObserver))
         }
+    }
+
+    /// Runs `body` with the item rules `caller` may use: the items of its groups only.
+    func withItems<T>(for caller: Caller, _ body: (ItemRules) throws(SecError) -> T) throws(SecError) -> T {
+        try withItems(scope: gate.scope(for: caller), body)
     }
 
     // MARK: - SecItem
@@ -44,7 +50,7 @@ package final class Keychain: @unchecked Sendable {
     package func add(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
         var request = try DictionaryParser.parseAdd(dictionary)
         try gate.admit(&request, caller: caller)
-        return try withItems { items throws(SecError) in try items.add(request) }
+        return try withItems(for: caller) { items throws(SecError) in try items.add(request) }
     }
 
     /// SecItemCopyMatching.
@@ -53,7 +59,7 @@ package final class Keychain: @unchecked Sendable {
         // A certificate's (or an identity's) reference carries the certificate's DER, its item's data.
         let readsData = query.returns.data || (query.returns.ref && (query.itemClass == .certificate || query.identity))
         try gate.admit(readsData ? .readData : .readAttributes, query, caller: caller)
-        return try withItems { items throws(SecError) in try items.copy(query) }
+        return try withItems(for: caller) { items throws(SecError) in try items.copy(query) }
     }
 
     /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing.
@@ -64,19 +70,21 @@ package final class Keychain: @unchecked Sendable {
         if query.identity {
             let changes = try Identities.changes(changesDictionary)
             try gate.admit(.update, query, changes: [changes.certificate, changes.key], caller: caller)
-            return try withItems { items throws(SecError) in try Identities(items: items).update(query, changes) }
+            return try withItems(for: caller) { items throws(SecError) in
+                try Identities(items: items).update(query, changes)
+            }
         }
         let changes = try DictionaryParser.parseChanges(changesDictionary, itemClass: query.itemClass)
         try gate.admit(.update, query, changes: [changes], caller: caller)
         try ItemRules.checkExtractability(changes, query)
-        try withItems { items throws(SecError) in try items.update(query, changes) }
+        try withItems(for: caller) { items throws(SecError) in try items.update(query, changes) }
     }
 
     /// SecItemDelete. Works whatever the lock state (see `ItemRules.delete`).
     package func delete(_ dictionary: SecDictionary, caller: Caller) throws(SecError) {
         let query = try ItemRules.prepared(DictionaryParser.parseQuery(dictionary, for: .delete))
         try gate.admit(.delete, query, caller: caller)
-        try withItems { items throws(SecError) in try items.delete(query) }
+        try withItems(for: caller) { items throws(SecError) in try items.delete(query) }
     }
 
     /// A private-key operation for a caller: the key stays here, only the result leaves. The key's
@@ -85,11 +93,13 @@ package final class Keychain: @unchecked Sendable {
         let operation = try KeyOperations.Request(parsing: request)
         _ = try gate.admit(AccessRequest(operation.accessKind, caller: caller, itemClass: .key))
         // Only opening the item needs the mutex; the cryptography runs outside it.
-        var key = try withItems { items throws(SecError) in try KeyOperations.open(operation, in: items) }
+        var key = try withItems(for: caller) { items throws(SecError) in try KeyOperations.open(operation, in: items) }
         defer { SecretBytes.wipe(&key.material) }
         let (result, imported) = try KeyOperations.perform(operation, with: key)
         if let imported {
-            _ = try? withItems { items throws(SecError) in KeyOperations.keep(imported, for: key, in: items) }
+            _ = try? withItems(for: caller) { items throws(SecError) in
+                KeyOperations.keep(imported, for: key, in: items)
+            }
         }
         return result
     }
@@ -126,7 +136,9 @@ package final class Keychain: @unchecked Sendable {
                 try gate.admit(&publicRequest, caller: caller)
                 pair.publicRequest = publicRequest
             }
-            reference = try withItems { [pair] items throws(SecError) in try KeyOperations.store(pair, in: items) }
+            reference = try withItems(for: caller) { [pair] items throws(SecError) in
+                try KeyOperations.store(pair, in: items)
+            }
         }
         return reference
     }

@@ -16,19 +16,22 @@ struct QueryShape: Hashable {
     var matchesPersistentRef: Bool
     var protectionCount: Int
     var hashCount: Int
+    /// How many hashes of which the row must carry one (`RowFilter.anyOfHashes`); 0: no such condition.
+    var anyHashCount: Int
     var hasLimit: Bool
 
-    init(columns: Columns, filter: RowFilter, hashCount: Int) {
+    init(columns: Columns, filter: RowFilter, hashCount: Int, anyHashCount: Int = 0) {
         self.columns = columns
         matchesSync = filter.synchronizable != nil
         matchesPersistentRef = filter.persistentRef != nil
         protectionCount = filter.protections?.count ?? 0
         self.hashCount = hashCount
+        self.anyHashCount = anyHashCount
         hasLimit = filter.limit != nil
     }
 
-    /// Parameters are numbered in this order, which `Store.bind(_:hashes:to:)` follows:
-    /// class, sync, persistref, protections..., hashes..., limit.
+    /// Parameters are numbered in this order, which `Store.bind(_:hashes:anyOf:to:)` follows:
+    /// class, sync, persistref, protections..., hashes..., any-of hashes..., limit.
     var sql: String {
         var next: Int32 = 1
         func parameter() -> String {
@@ -45,6 +48,11 @@ struct QueryShape: Hashable {
             conditions.append("i.pdmn IN (\(list))")
         }
         let hashParameters = (0..<hashCount).map { _ in parameter() }
+        if anyHashCount > 0 {
+            // A probe of the (hash, item) primary key per hash, for each row selected otherwise.
+            let list = (0..<anyHashCount).map { _ in parameter() }.joined(separator: ", ")
+            conditions.append("EXISTS (SELECT 1 FROM item_index AS g WHERE g.item = i.id AND g.hash IN (\(list)))")
+        }
 
         // The join order is forced with CROSS JOIN (SQLite never reorders it). Without statistics
         // the planner can prefer the (class, uniq) index and scan the whole class, which makes a

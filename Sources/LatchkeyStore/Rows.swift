@@ -96,19 +96,26 @@ public struct RowFilter: Sendable, Equatable {
     /// carrying the first hash and probes the others, so its cost is proportional to how many
     /// rows carry the first one. Duplicates are ignored.
     public var allOfHashes: [[UInt8]] = []
+    /// When set, the row must also carry at least one of these hashes (an empty list matches nothing).
+    /// The engine restricts a caller to its access groups with it (the keyed hashes of `agrp` for each
+    /// group): one primary-key probe per hash for each row the rest of the filter selects, so it
+    /// never changes which index the lookup walks.
+    public var anyOfHashes: [[UInt8]]? = nil
     /// At most this many rows (lowest ids first); nil means all. Zero or negative matches nothing.
     public var limit: Int? = nil
 
     /// Memberwise initializer; defaults select every non-synchronizable row of `itemClass`.
     public init(
         itemClass: Int, protections: [Int]? = nil, synchronizable: Bool? = false,
-        persistentRef: [UInt8]? = nil, allOfHashes: [[UInt8]] = [], limit: Int? = nil
+        persistentRef: [UInt8]? = nil, allOfHashes: [[UInt8]] = [], anyOfHashes: [[UInt8]]? = nil,
+        limit: Int? = nil
     ) {
         self.itemClass = itemClass
         self.protections = protections
         self.synchronizable = synchronizable
         self.persistentRef = persistentRef
         self.allOfHashes = allOfHashes
+        self.anyOfHashes = anyOfHashes
         self.limit = limit
     }
 }

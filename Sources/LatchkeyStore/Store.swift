@@ -218,10 +218,13 @@ public final class Store: @unchecked Sendable {
     // MARK: - Internals
 
     /// The SQL a filter runs; internal so tests can EXPLAIN it.
-    func selectSQL(_ columns: QueryShape.Columns, _ filter: RowFilter, hashCount: Int? = nil) -> String {
+    func selectSQL(
+        _ columns: QueryShape.Columns, _ filter: RowFilter, hashCount: Int? = nil, anyHashCount: Int? = nil
+    ) -> String {
         let shape = QueryShape(
             columns: columns, filter: filter,
-            hashCount: hashCount ?? uniqued(filter.allOfHashes).count)
+            hashCount: hashCount ?? uniqued(filter.allOfHashes).count,
+            anyHashCount: anyHashCount ?? filter.anyOfHashes.map { uniqued($0).count } ?? 0)
         if let sql = sqlByShape[shape] { return sql }
         let sql = shape.sql
         sqlByShape[shape] = sql
@@ -234,11 +237,13 @@ public final class Store: @unchecked Sendable {
     ) throws -> [T] {
         if filter.protections?.isEmpty == true { return [] }
         if let limit = filter.limit, limit <= 0 { return [] }
+        if filter.anyOfHashes?.isEmpty == true { return [] }
         let hashes = uniqued(filter.allOfHashes)
-        let sql = selectSQL(columns, filter, hashCount: hashes.count)
+        let anyOf = filter.anyOfHashes.map(uniqued) ?? []
+        let sql = selectSQL(columns, filter, hashCount: hashes.count, anyHashCount: anyOf.count)
         return try guarded {
             try connection.withCachedStatement(sql) { statement in
-                try bind(filter, hashes: hashes, to: statement)
+                try bind(filter, hashes: hashes, anyOf: anyOf, to: statement)
                 var result: [T] = []
                 while try statement.step() { result.append(read(statement)) }
                 return result
@@ -247,7 +252,7 @@ public final class Store: @unchecked Sendable {
     }
 
     /// Binds in the order `QueryShape.sql` numbers its parameters.
-    func bind(_ filter: RowFilter, hashes: [[UInt8]], to statement: Statement) throws {
+    func bind(_ filter: RowFilter, hashes: [[UInt8]], anyOf: [[UInt8]] = [], to statement: Statement) throws {
         var index: Int32 = 1
         func next() -> Int32 {
             defer { index += 1 }
@@ -258,6 +263,7 @@ public final class Store: @unchecked Sendable {
         if let persistentRef = filter.persistentRef { try statement.bind(persistentRef, at: next()) }
         for protection in filter.protections ?? [] { try statement.bind(protection, at: next()) }
         for hash in hashes { try statement.bind(hash, at: next()) }
+        for hash in anyOf { try statement.bind(hash, at: next()) }
         if let limit = filter.limit { try statement.bind(limit, at: next()) }
     }
 

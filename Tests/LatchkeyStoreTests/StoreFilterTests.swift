@@ -81,6 +81,33 @@ final class StoreFilterTests: StoreTestCase {
         XCTAssertEqual(try matching(with([hash(0xB, 0)], RowFilter(itemClass: 2, synchronizable: true))), [12])
     }
 
+    /// `anyOfHashes` (the engine's access groups): the row carries at least one of them, on top of the
+    /// rest of the filter; an empty list matches nothing, nil adds no condition.
+    func testAnyOfHashesIsAUnionOnTopOfTheRest() throws {
+        func with(_ anyOf: [[UInt8]]?, _ base: RowFilter = RowFilter(itemClass: 1, synchronizable: nil)) -> RowFilter {
+            var filter = base
+            filter.anyOfHashes = anyOf
+            return filter
+        }
+        XCTAssertEqual(try matching(with(nil)), Array(1...11))
+        XCTAssertEqual(try matching(with([])), [], "no group: nothing")
+        XCTAssertEqual(try matching(with([hash(0xC, 0)])), [3, 6, 9])
+        XCTAssertEqual(try matching(with([hash(0xC, 0), hash(0xA, 1)])), [1, 3, 6, 9])
+        XCTAssertEqual(try matching(with([hash(0xC, 0), hash(0xC, 0)])), [3, 6, 9], "duplicates ignored")
+        XCTAssertEqual(try matching(with([hash(0xD, 1)])), [], "unknown hash")
+        XCTAssertEqual(
+            try matching(with([hash(0xC, 0), hash(0xC, 1)], RowFilter(itemClass: 1, allOfHashes: [hash(0xB, 1)]))),
+            [1, 3, 7, 9], "with allOfHashes: odd rows, not synchronizable, c = 0 or 1")
+        XCTAssertEqual(
+            try matching(with([hash(0xC, 2)], RowFilter(itemClass: 1, persistentRef: blob(0x01, 5)))), [5])
+        XCTAssertEqual(
+            try matching(with([hash(0xC, 0)], RowFilter(itemClass: 1, persistentRef: blob(0x01, 5)))), [],
+            "the row by its reference, but not in the groups")
+        XCTAssertEqual(
+            try matching(with([hash(0xC, 0), hash(0xC, 2)], RowFilter(itemClass: 1, synchronizable: nil, limit: 2))),
+            [2, 3], "the limit counts rows that pass")
+    }
+
     func testLimit() throws {
         XCTAssertEqual(try matching(RowFilter(itemClass: 1, synchronizable: nil, limit: 3)), [1, 2, 3])
         XCTAssertEqual(

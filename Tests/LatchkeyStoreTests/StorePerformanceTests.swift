@@ -23,6 +23,9 @@ final class StorePerformanceTests: StoreTestCase {
                 RowFilter(itemClass: 1, allOfHashes: allOf),
                 RowFilter(itemClass: 1, protections: [1, 2], synchronizable: nil, allOfHashes: allOf, limit: 1),
                 RowFilter(itemClass: 1, persistentRef: blob(1, 1), allOfHashes: allOf),
+                // Restricted to access groups: probes of the primary key, never a different walk.
+                RowFilter(itemClass: 1, allOfHashes: allOf, anyOfHashes: [hash(9, 1), hash(9, 2)]),
+                RowFilter(itemClass: 1, persistentRef: blob(1, 1), allOfHashes: allOf, anyOfHashes: [hash(9, 1)]),
             ] {
                 for columns in [QueryShape.Columns.full, .header] {
                     let details = try plan(store, sql: store.selectSQL(columns, filter))
