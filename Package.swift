@@ -145,6 +145,10 @@ let package = Package(
             dependencies: ["LatchkeyWire", "LatchkeyTransport", "LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets"],
             path: "fuzz/latchkey-fuzz"),
 
+        // A small application of the public library: the access-group tests install copies of it as
+        // different applications (one SecItem call per run).
+        .executableTarget(name: "latchkey-probe", dependencies: ["Latchkey"], path: "Tests/LatchkeyProbe"),
+
         .testTarget(name: "LatchkeySystemTests", dependencies: ["LatchkeySystem", systemPackage]),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(

@@ -43,7 +43,7 @@ package struct AccessRequest: Sendable, Equatable {
 }
 
 /// Which access groups' items a request sees and touches: the items of every other group are, for it,
-/// not there (Apple's `agrp IN (<caller groups>)`, docs/ACCESS-GROUPS.md).
+/// not there (Apple's `agrp IN (<caller groups>)`, docs/APPLICATIONS.md).
 package enum GroupScope: Sendable, Equatable {
     /// Every group (a caller trusted with all of them).
     case all
