@@ -100,6 +100,14 @@ public enum KeychainControl {
         _ = try call(.changePassword(old: old, new: new))
     }
 
+    /// Lets this process's connection to the agent use `groups` (`["*"]`: every group) besides its own
+    /// access groups, once `password` is the keychain password (errSecAuthFailed otherwise). For the
+    /// administrator's tool: the widening lasts as long as the connection, which the library may close
+    /// when it is idle; a later request then runs with the process's own groups again.
+    public static func authorizeAccessGroups(_ groups: [String], password: SecretBytes) throws(Failure) {
+        _ = try call(.authorizeGroups(password: password, groups: groups))
+    }
+
     /// The keychain's state.
     public static func status() throws(Failure) -> Status {
         guard case .dictionary(let d)? = try call(.status) else {

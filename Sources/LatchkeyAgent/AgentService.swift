@@ -36,9 +36,10 @@ package final class AgentService: Sendable {
     }
 
     /// Answers one request. `peer` names the process at the other end of the connection (asked only
-    /// when a session opens, while that process still waits for the answer).
+    /// when a session opens, while that process still waits for the answer). `caller` is the
+    /// connection's: `authorizeGroups` widens it for the connection's later requests.
     package func handle(
-        _ request: Request, caller: Caller, peer: () -> PeerProcess = { .unknown(reason: "no connection") }
+        _ request: Request, caller: inout Caller, peer: () -> PeerProcess = { .unknown(reason: "no connection") }
     ) -> Response {
         switch request {
         case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
@@ -89,6 +90,9 @@ package final class AgentService: Sendable {
             case .changePassword(let old, let new):
                 try keychain.changePassword(old: old, new: new)
                 AgentLog.info("keychain password changed by pid \(caller.pid)")
+                return .ok(nil)
+            case .authorizeGroups(let password, let groups):
+                caller = try authorize(groups, password: password, for: caller)
                 return .ok(nil)
             case .keyHandoff(let masterKey, let deviceFactor):
                 // Only root (pam_latchkey) can read the machine secret; a factor from anyone else is

@@ -8,7 +8,7 @@ import LatchkeySystem
 /// An accepted connection whose peer passed the check.
 struct Connection: Sendable {
     let fd: Int32
-    let caller: Caller
+    var caller: Caller
     let peer: PeerClass
     /// When its last request ended, or when it was accepted: where its idle time starts.
     var idleSince: ContinuousClock.Instant

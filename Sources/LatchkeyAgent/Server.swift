@@ -102,7 +102,7 @@ package final class AgentServer: @unchecked Sendable {
             case .quiet:
                 return .parked(idle)
             case .starting:
-                if !serveRequest(fd: connection.fd, caller: connection.caller) {
+                if !serveRequest(fd: connection.fd, caller: &idle.caller) {
                     close(connection.fd)
                     return .closed(connection.peer)
                 }
@@ -113,7 +113,7 @@ package final class AgentServer: @unchecked Sendable {
 
     /// Serves one request: reads it (the client has `frameCompletionTimeout` to send it whole), answers
     /// it, and returns whether the connection stays open.
-    private func serveRequest(fd: Int32, caller: Caller) -> Bool {
+    private func serveRequest(fd: Int32, caller: inout Caller) -> Bool {
         var payload: [UInt8]
         do {
             payload = try FrameIO.readFrame(
@@ -141,8 +141,9 @@ package final class AgentServer: @unchecked Sendable {
                     status: SecStatus.authFailed, value: nil,
                     message: "only root (pam_latchkey, in the login process) may open or close login sessions")
             } else {
-                response = service.handle(request, caller: caller) {
-                    PeerProcess.of(connection: fd, pid: caller.pid) { mailbox.room.request(wake: mailbox.wake) }
+                let pid = caller.pid
+                response = service.handle(request, caller: &caller) {
+                    PeerProcess.of(connection: fd, pid: pid) { mailbox.room.request(wake: mailbox.wake) }
                 }
             }
             if let value = response.value,

@@ -167,6 +167,12 @@ package final class Keychain: @unchecked Sendable {
         try lockState.unlock(password: password)
     }
 
+    /// Checks that `password` is the keychain password without changing what is locked (errSecAuthFailed
+    /// when it is not): the administrator's proof before a connection may use other access groups.
+    package func verify(password: SecretBytes) throws(SecError) {
+        try lockState.verify(password: password)
+    }
+
     /// Unlocks with an already derived master key (the PAM hand-off delivers one).
     package func unlock(masterKey: SecretBytes) throws(SecError) {
         try lockState.unlock(masterKey: masterKey)

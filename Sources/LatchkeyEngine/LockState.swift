@@ -179,6 +179,22 @@ final class LockState: @unchecked Sendable {
         try unlock(masterKey: master, keybag: bag)
     }
 
+    /// Whether `password` is the keychain password, without changing what is locked: errSecAuthFailed
+    /// when it is not. Costs one Argon2id derivation, one at a time as every other (`derivations`).
+    func verify(password: SecretBytes) throws(SecError) {
+        let bag = try currentKeybag()
+        let master = try derivations.run { () throws(SecError) -> SecretBytes in
+            do {
+                return try bag.deriveMasterKey(password: password)
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+        guard bag.verify(masterKey: master) else {
+            throw SecError(SecStatus.authFailed, "wrong keychain password")
+        }
+    }
+
     /// Unlocks with an already derived master key (the PAM hand-off delivers one).
     func unlock(masterKey: SecretBytes) throws(SecError) {
         try unlock(masterKey: masterKey, keybag: try currentKeybag())

@@ -29,6 +29,8 @@ package enum Opcode: UInt8, Sendable, CaseIterable {
     case lock = 0x23
     /// Re-wrap the class keys under a new password.
     case changePassword = 0x24
+    /// The keychain password, to use access groups beyond the caller's own on this connection.
+    case authorizeGroups = 0x25
     /// pam_latchkey: a master key derived from the login password, and the device factor.
     case keyHandoff = 0x30
     /// pam_latchkey: a login session opened.
@@ -99,6 +101,10 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     case lock(all: Bool)
     /// Opcode 0x24.
     case changePassword(old: SecretBytes, new: SecretBytes)
+    /// Opcode 0x25: the keychain password and the access groups this connection may then use besides
+    /// the caller's own (`allAccessGroups` for every group). The administrator's tool asks for it
+    /// (`latchkey --access-group`); docs/PROTOCOL.md "authorizeGroups".
+    case authorizeGroups(password: SecretBytes, groups: [String])
     /// Opcode 0x30: master key (32 bytes) and device factor (32 bytes, or nil when the sender has none).
     case keyHandoff(masterKey: SecretBytes, deviceFactor: SecretBytes?)
     /// Opcode 0x31: a session token (16 bytes) chosen by pam_latchkey.
@@ -108,6 +114,13 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     /// Opcode 0x33: a session token, as for 0x31, and the id logind gave the session (`XDG_SESSION_ID`),
     /// when the module knows it.
     case sessionOpenWithDetails(token: [UInt8], logindSession: String?)
+
+    /// The group list of `authorizeGroups` that means every access group.
+    package static let allAccessGroups = "*"
+    /// Most groups one `authorizeGroups` names.
+    package static let maxAuthorizedGroups = 64
+    /// Longest access group name, in UTF-8 bytes.
+    package static let maxAccessGroupLength = 256
 
     /// Length of the master key and device factor in a key hand-off.
     package static let handoffKeyLength = 32
@@ -144,6 +157,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .unlock: .unlock
         case .lock: .lock
         case .changePassword: .changePassword
+        case .authorizeGroups: .authorizeGroups
         case .keyHandoff: .keyHandoff
         case .sessionOpen: .sessionOpen
         case .sessionClose: .sessionClose
@@ -167,6 +181,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case (.lock(let x), .lock(let y)): x == y
         case (.changePassword(let o1, let n1), .changePassword(let o2, let n2)):
             o1.constantTimeEquals(o2) && n1.constantTimeEquals(n2)
+        case (.authorizeGroups(let p1, let g1), .authorizeGroups(let p2, let g2)): p1.constantTimeEquals(p2) && g1 == g2
         case (.keyHandoff(let m1, let d1), .keyHandoff(let m2, let d2)):
             m1.constantTimeEquals(m2) && (d1 == nil) == (d2 == nil) && (d1.map { d2!.constantTimeEquals($0) } ?? true)
         case (.sessionOpen(let x), .sessionOpen(let y)), (.sessionClose(let x), .sessionClose(let y)): x == y
@@ -184,8 +199,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .update(let query, let attributes):
             SecValue.dictionary(query).wipeDataInPlace()
             SecValue.dictionary(attributes).wipeDataInPlace()
-        case .hello, .status, .create, .unlock, .lock, .changePassword, .keyHandoff, .sessionOpen, .sessionClose,
-            .sessionOpenWithDetails:
+        case .hello, .status, .create, .unlock, .lock, .changePassword, .authorizeGroups, .keyHandoff, .sessionOpen,
+            .sessionClose, .sessionOpenWithDetails:
             break  // secrets here are SecretBytes, which wipe themselves
         }
     }
@@ -219,6 +234,9 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .changePassword(let old, let new):
             out.appendSecret(old)
             out.appendSecret(new)
+        case .authorizeGroups(let password, let groups):
+            out.appendSecret(password)
+            ValueCodec.encode(Self.groupList(groups), into: &out)
         case .keyHandoff(let master, let factor):
             out.appendSecret(master)
             out.appendSecret(factor ?? SecretBytes(count: 0))
@@ -246,6 +264,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .unlock(let p): header + secretHeader + p.count
         case .lock: header + 1
         case .changePassword(let o, let n): header + 2 * secretHeader + o.count + n.count
+        case .authorizeGroups(let p, let g): header + secretHeader + p.count + ValueCodec.encodedSize(Self.groupList(g))
         case .keyHandoff(let m, let d): header + 2 * secretHeader + m.count + (d?.count ?? 0)
         case .sessionOpen(let t), .sessionClose(let t): header + t.count
         case .sessionOpenWithDetails(let t, let logindSession):
@@ -311,6 +330,19 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .changePassword:
             let old = try reader.secret()
             request = .changePassword(old: old, new: try reader.secret())
+        case .authorizeGroups:
+            let password = try reader.secret()
+            guard case .array(let values) = try reader.value(), (1...maxAuthorizedGroups).contains(values.count) else {
+                throw .malformed("authorizeGroups needs a list of 1 to \(maxAuthorizedGroups) access groups")
+            }
+            var groups: [String] = []
+            for value in values {
+                guard case .string(let group) = value, !group.isEmpty, group.utf8.count <= maxAccessGroupLength else {
+                    throw .malformed("an access group is a string of 1 to \(maxAccessGroupLength) bytes")
+                }
+                groups.append(group)
+            }
+            request = .authorizeGroups(password: password, groups: groups)
         case .keyHandoff:
             let master = try reader.secret()
             let factor = try reader.secret()
@@ -339,6 +371,11 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         }
         try reader.expectEnd()
         return request
+    }
+
+    /// The group list of `authorizeGroups` as a value.
+    private static func groupList(_ groups: [String]) -> SecValue {
+        .array(groups.map { .string($0) })
     }
 
     /// The details dictionary of `sessionOpenWithDetails`.

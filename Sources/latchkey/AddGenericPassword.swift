@@ -46,6 +46,10 @@ struct AddGenericPassword: ParsableCommand {
     var attributes: ItemAttributeOptions
 
     func run() throws {
+        guard !attributes.groups.allGroups else {
+            throw ValidationError("--all-groups is for finds, deletes and dumps; name one group with --access-group")
+        }
+        try attributes.groups.authorize()
         var primaryKey = attributes.keyAttributes
         primaryKey[kSecClass as String] = kSecClassGenericPassword
         primaryKey[kSecAttrService as String] = service

@@ -42,6 +42,10 @@ struct AddInternetPassword: ParsableCommand {
     }
 
     func run() throws {
+        guard !attributes.groups.allGroups else {
+            throw ValidationError("--all-groups is for finds, deletes and dumps; name one group with --access-group")
+        }
+        try attributes.groups.authorize()
         var primaryKey = item.primaryKey.merging(attributes.keyAttributes) { _, new in new }
         primaryKey[kSecClass as String] = kSecClassInternetPassword
 

@@ -26,11 +26,16 @@ struct DeleteGenericPassword: ParsableCommand {
         }
     }
 
+    @OptionGroup
+    var groups: AccessGroupOptions
+
     func run() throws {
+        try groups.authorize()
         var filters: [String: Any] = [:]
         if let service { filters[kSecAttrService as String] = service }
         if let account { filters[kSecAttrAccount as String] = account }
         if let label { filters[kSecAttrLabel as String] = label }
+        filters.merge(groups.filter) { _, new in new }
         try ItemQuery.delete(kSecClassGenericPassword, filters)
     }
 }

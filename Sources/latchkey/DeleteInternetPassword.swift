@@ -23,9 +23,14 @@ struct DeleteInternetPassword: ParsableCommand {
         }
     }
 
+    @OptionGroup
+    var groups: AccessGroupOptions
+
     func run() throws {
+        try groups.authorize()
         var filters = item.filters
         if let label { filters[kSecAttrLabel as String] = label }
+        filters.merge(groups.filter) { _, new in new }
         try ItemQuery.delete(kSecClassInternetPassword, filters)
     }
 }

@@ -30,7 +30,11 @@ struct DumpKeychain: ParsableCommand {
         var text: String
     }
 
+    @OptionGroup
+    var groups: AccessGroupOptions
+
     func run() throws {
+        try groups.authorize()
         var entries: [Entry] = []
         var lockedClasses: Set<String> = []
         for (order, itemClass) in [kSecClassGenericPassword, kSecClassInternetPassword].enumerated() {
@@ -85,7 +89,7 @@ struct DumpKeychain: ParsableCommand {
 
     /// Every item of `itemClass` (of one accessibility class, if given) with its attributes.
     func query(_ itemClass: CFString, accessible: String?) -> (OSStatus, [[String: Any]]) {
-        var query = ItemQuery.make(itemClass, [:])
+        var query = ItemQuery.make(itemClass, groups.filter)
         query[kSecMatchLimit as String] = kSecMatchLimitAll
         query[kSecReturnAttributes as String] = kCFBooleanTrue
         if withPasswords { query[kSecReturnData as String] = kCFBooleanTrue }

@@ -28,12 +28,17 @@ struct FindGenericPassword: ParsableCommand {
     @OptionGroup
     var output: PasswordOutputOptions
 
+    @OptionGroup
+    var groups: AccessGroupOptions
+
     func run() throws {
+        try groups.authorize()
         var filters: [String: Any] = [:]
         if let service { filters[kSecAttrService as String] = service }
         if let account { filters[kSecAttrAccount as String] = account }
         if let label { filters[kSecAttrLabel as String] = label }
         if let generic { filters[kSecAttrGeneric as String] = generic }
+        filters.merge(groups.filter) { _, new in new }
         try ItemQuery.find(
             kSecClassGenericPassword, filters, passwordOnly: output.passwordOnly,
             withPassword: output.withPassword)

@@ -20,9 +20,14 @@ struct FindInternetPassword: ParsableCommand {
     @OptionGroup
     var output: PasswordOutputOptions
 
+    @OptionGroup
+    var groups: AccessGroupOptions
+
     func run() throws {
+        try groups.authorize()
         var filters = item.filters
         if let label { filters[kSecAttrLabel as String] = label }
+        filters.merge(groups.filter) { _, new in new }
         try ItemQuery.find(
             kSecClassInternetPassword, filters, passwordOnly: output.passwordOnly,
             withPassword: output.withPassword)

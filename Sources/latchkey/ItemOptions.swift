@@ -66,10 +66,8 @@ struct ItemAttributeOptions: ParsableArguments {
     @Option(name: .customLong("accessible"), help: Accessibility.help)
     var accessible: Accessibility?
 
-    @Option(
-        name: .customLong("access-group"),
-        help: ArgumentHelp("Access group (kSecAttrAccessGroup); default: the caller's own group.", valueName: "group"))
-    var accessGroup: String?
+    @OptionGroup
+    var groups: AccessGroupOptions
 
     @Flag(name: .customLong("sync"), help: "Mark the item synchronizable (kSecAttrSynchronizable).")
     var synchronizable = false
@@ -90,7 +88,7 @@ struct ItemAttributeOptions: ParsableArguments {
         var attributes: [String: Any] = [
             kSecAttrSynchronizable as String: synchronizable ? kCFBooleanTrue! : kCFBooleanFalse!
         ]
-        if let accessGroup { attributes[kSecAttrAccessGroup as String] = accessGroup }
+        if let accessGroup = groups.accessGroup { attributes[kSecAttrAccessGroup as String] = accessGroup }
         return attributes
     }
 }

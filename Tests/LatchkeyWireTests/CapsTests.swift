@@ -1,3 +1,4 @@
+import LatchkeyCodec
 import LatchkeyModel
 import LatchkeySecrets
 import LatchkeyValueTestSupport
@@ -55,12 +56,37 @@ final class CapsTests: XCTestCase {
         XCTAssertEqual(wireError { try Request.decode(hex("01 22 00000010 41")) }, .truncated)
     }
 
+    /// authorizeGroups: a password, then 1 to 64 access groups, each a string of 1 to 256 bytes.
+    func testAuthorizeGroupsNamesOneToSixtyFourGroups() throws {
+        func u32(_ n: Int) -> [UInt8] {
+            [UInt8(n >> 24 & 0xff), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
+        }
+        func request(_ groups: [SecValue]) -> [UInt8] {
+            var bytes: [UInt8] = [0x01, 0x25] + u32(2) + Array("pw".utf8)
+            ValueCodec.encode(.array(groups), into: &bytes)
+            return bytes
+        }
+        let longest = String(repeating: "g", count: Request.maxAccessGroupLength)
+        XCTAssertEqual(
+            try Request.decode(request([.string("a"), .string(longest)])),
+            .authorizeGroups(password: SecretBytes(copying: Array("pw".utf8)), groups: ["a", longest]))
+        XCTAssertNoThrow(try Request.decode(request(Array(repeating: .string("g"), count: 64))))
+        for bad: [SecValue] in [
+            [], Array(repeating: .string("g"), count: 65), [.string("")], [.string(longest + "g")], [.int(1)],
+            [.data(Array("g".utf8))],
+        ] {
+            isMalformed(wireError { try Request.decode(request(bad)) })
+        }
+        isMalformed(
+            wireError { try Request.decode([0x01, 0x25] + u32(2) + Array("pw".utf8) + [0x01] + u32(1) + [0x67]) })
+    }
+
     func testVersionOpcodeAndFlagChecks() {
         XCTAssertEqual(wireError { try Request.decode([]) }, .truncated)
         XCTAssertEqual(wireError { try Request.decode([0x01]) }, .truncated)
         XCTAssertEqual(wireError { try Request.decode([0x02]) }, .unsupportedVersion(2))
         XCTAssertEqual(wireError { try Request.decode([0x00, 0x01]) }, .unsupportedVersion(0))
-        for op: UInt8 in [0x00, 0x02, 0x16, 0x25, 0x34, 0x3f, 0x40, 0xff] {
+        for op: UInt8 in [0x00, 0x02, 0x16, 0x26, 0x34, 0x3f, 0x40, 0xff] {
             XCTAssertEqual(wireError { try Request.decode([0x01, op]) }, .unknownOpcode(op))
         }
         isMalformed(wireError { try Request.decode([0x01, 0x23, 0x02]) })

@@ -24,6 +24,7 @@ final class MessageTests: XCTestCase {
             .lock(all: true),
             .lock(all: false),
             .changePassword(old: secret("old"), new: secret("new")),
+            .authorizeGroups(password: secret("pw"), groups: ["com.example.mail", "*"]),
             .keyHandoff(
                 masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)),
                 deviceFactor: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),
