@@ -61,6 +61,13 @@ package enum ApplicationNames {
     /// `/`), at most PATH_MAX, without control or format characters. The path is matched against what
     /// the kernel reports for a process, which is always in this form.
     package static func isValidExecutablePath(_ path: String) -> Bool {
+        isNormalizedAbsolutePath(path)
+    }
+
+    /// An absolute path with no empty, `.` or `..` component and no trailing `/`, at most PATH_MAX,
+    /// without control or format characters: the form of `Executable=` and of the directories a
+    /// registry is loaded from.
+    package static func isNormalizedAbsolutePath(_ path: String) -> Bool {
         guard path.hasPrefix("/"), path.count > 1, path.utf8.count <= maximumPathBytes else { return false }
         guard !path.unicodeScalars.contains(where: isInvisibleOrControl) else { return false }
         let components = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)

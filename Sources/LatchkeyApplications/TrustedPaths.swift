@@ -129,7 +129,7 @@ enum TrustedPaths {
     private static func walkToParent(
         of path: String, observed: inout [Observation]
     ) throws(TrustProblem) -> (fd: FileDescriptor, name: String) {
-        guard ApplicationNames.isValidExecutablePath(path) else { throw .system(path, .invalidArgument) }
+        guard ApplicationNames.isNormalizedAbsolutePath(path) else { throw .system(path, .invalidArgument) }
         let rootFD = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)
         guard rootFD >= 0 else { throw .system("/", Errno(rawValue: errno)) }
         var current = FileDescriptor(rawValue: rootFD)
