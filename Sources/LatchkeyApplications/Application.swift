@@ -69,7 +69,7 @@ package struct IgnoredFile: Sendable, Equatable, CustomStringConvertible {
             case .nameNotUTF8: "not read: the name is not UTF-8"
             case .overridden(let path): "overridden by \(Printable.escaped(path))"
             case .untrusted(let problem): problem.description
-            case .empty: "empty (it disables a file of the same name in /usr/share)"
+            case .empty: "empty: grants nothing (in /etc it disables the package's file of the same name)"
             case .malformed(let error): error.description
             case .invalid(let error): error.description
             case .untrustedExecutable(let problem): "Executable= does not count: \(problem)"

@@ -102,9 +102,9 @@ struct ApplicationLoader {
         do throws(TrustProblem) {
             let file = try TrustedPaths.readFile(name, in: directory, path: path, limit: KeyFile.Limits.fileBytes)
             bytes = file.bytes
-            observed.append(TrustedPaths.Observation(path: path, state: file.state))
+            observed.append(TrustedPaths.Observation(path: path, state: file.state, content: true))
         } catch {
-            observed.append(TrustedPaths.Observation(path: path, state: FileState(path: path)))
+            observed.append(TrustedPaths.Observation(path: path, state: FileState(path: path), content: true))
             ignored.append(IgnoredFile(path: path, reason: .untrusted(error)))
             return nil
         }

@@ -5,7 +5,9 @@
 /// What a registry was loaded from, as `lstat` saw it: every directory on the way to each applications.d
 /// directory, each file read, and each executable named with the directories above it. When any of
 /// them changes (a file added, edited, replaced, removed, chmod'ed or chown'ed; a package upgrade that
-/// replaces an executable, whose recorded inode then names nothing), the registry is out of date.
+/// replaces an executable, whose recorded inode then names nothing), the registry is out of date. Of
+/// the directories on the way and the executables only the file, its owner and its mode count, so
+/// that the daily traffic in `/etc` or `/usr/bin` does not make the agent reread anything.
 ///
 /// A stat per path is cheap (tens of paths, microseconds), needs no thread and no inotify descriptor,
 /// and also sees the executables, which are in directories too busy to watch.
@@ -23,14 +25,15 @@ package struct ApplicationsFingerprint: Sendable {
         self.observations = observations
         let threshold = timespec(tv_sec: loadStarted.tv_sec - Self.settleSeconds, tv_nsec: loadStarted.tv_nsec)
         racy = observations.contains { observation in
-            observation.state.map { !Self.less($0.changed, threshold) } ?? false
+            guard observation.content, let state = observation.state else { return false }
+            return !Self.less(state.changed, threshold)
         }
     }
 
     /// Whether every path is as it was when the registry was loaded, and no change was too recent to be
     /// sure of.
     package func isCurrent() -> Bool {
-        !racy && observations.allSatisfy { FileState(path: $0.path) == $0.state }
+        !racy && observations.allSatisfy { $0.isUnchanged() }
     }
 
     /// The number of paths it watches.

@@ -51,11 +51,22 @@ package enum TrustProblem: Error, Sendable, Equatable, CustomStringConvertible {
 /// `O_NOFOLLOW`), checking each on its open descriptor (`fstat`): the chain checked is the chain used,
 /// with no window between a check of a name and the use of it.
 enum TrustedPaths {
-    /// What one component looked like when it was checked: enough to tell later that it changed
+    /// What one path looked like when it was checked: enough to tell later that it changed
     /// (`ApplicationsFingerprint`).
     struct Observation: Sendable, Equatable {
         var path: String
         var state: FileState?
+        /// Whether its content matters (an applications.d directory's entries, an application file's
+        /// text), or only which file it is, its owner and its mode (the directories on the way, an
+        /// executable). `/etc` or `/usr/bin` change all the time; their owner and mode do not.
+        var content = false
+
+        /// Whether what is at `path` now is what was observed, as far as it matters.
+        func isUnchanged() -> Bool {
+            let now = FileState(path: path)
+            guard let state, let now else { return state == nil && now == nil }
+            return content ? now == state : now.isSameFile(as: state)
+        }
     }
 
     /// Opens the directory at `path` for reading its entries, after checking it and every directory
@@ -65,6 +76,7 @@ enum TrustedPaths {
         defer { try? parent.fd.close() }
         let node = try openComponent(parent.name, in: parent.fd, path: path, observed: &observed)
         defer { try? node.close() }
+        observed[observed.count - 1].content = true  // an entry added or removed changes its times
         let info = try stat(node, path)
         guard info.type == .directory else { throw .notDirectory(path) }
         try checkOwnership(info, path)
@@ -219,6 +231,11 @@ struct FileState: Sendable, Equatable {
     init?(path: String) {
         guard let info = try? FilePath(path).stat(followTargetSymlink: false) else { return nil }
         self.init(info)
+    }
+
+    /// The same file, owner and mode (its content and times aside).
+    func isSameFile(as other: FileState) -> Bool {
+        device == other.device && inode == other.inode && mode == other.mode && owner == other.owner
     }
 
     static func == (lhs: FileState, rhs: FileState) -> Bool {

@@ -44,8 +44,15 @@ final class ApplicationRegistryWatchTests: XCTestCase {
             ("a file given away", { tree, _, _ in try tree.chown("apps/mail.conf", to: RootTree.nobody) }),
             ("a file removed", { _, _, file in XCTAssertEqual(unlink(file), 0) }),
         ]
+        // Traffic in the directories on the way (like /etc or /usr/bin) changes nothing that counts.
+        let noise: [(String, (RootTree, String, String) throws -> Void)] = [
+            ("a file added beside the executable", { tree, _, _ in try tree.file("bin/other", "") }),
+            ("a file added above the applications.d directory", { tree, _, _ in try tree.file("other", "") }),
+            ("the executable's times touched", { _, mail, _ in XCTAssertEqual(utimes(mail, nil), 0) }),
+        ]
         // One tree per change, all settled at once.
         let trees = try changes.map { _ in try makeTree() }
+        let quietTree = try makeTree()
         XCTAssertFalse(
             trees[0].0.registry("apps", "etc").fingerprint.isCurrent(),
             "files this recent are not trusted to be settled")
@@ -56,6 +63,12 @@ final class ApplicationRegistryWatchTests: XCTestCase {
             XCTAssertTrue(registry.fingerprint.isCurrent(), "before: \(change)")
             try make(tree, mail, file)
             XCTAssertFalse(registry.fingerprint.isCurrent(), change)
+        }
+        let (tree, mail, file) = quietTree
+        let registry = tree.registry("apps", "etc")
+        for (change, make) in noise {
+            try make(tree, mail, file)
+            XCTAssertTrue(registry.fingerprint.isCurrent(), change)
         }
     }
 
