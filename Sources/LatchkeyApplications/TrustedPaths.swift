@@ -23,6 +23,8 @@ package enum TrustProblem: Error, Sendable, Equatable, CustomStringConvertible {
     case notDirectory(String)
     case notRegularFile(String)
     case tooLarge(String, bytes: Int64, limit: Int)
+    /// An executable that is a script (`#!`): the kernel reports its interpreter as what runs.
+    case script(String)
     case system(String, Errno)
 
     package var description: String {
@@ -37,6 +39,9 @@ package enum TrustProblem: Error, Sendable, Equatable, CustomStringConvertible {
         case .notRegularFile(let path): "\(Printable.escaped(path)) is not a regular file"
         case .tooLarge(let path, let bytes, let limit):
             "\(Printable.escaped(path)) is larger than \(limit) bytes (\(bytes))"
+        case .script(let path):
+            "\(Printable.escaped(path)) is a script (#!): a process running it runs its interpreter, which is what "
+                + "the kernel names; name a compiled program"
         case .system(let path, let errno): "\(Printable.escaped(path)): \(errno)"
         }
     }
@@ -97,7 +102,28 @@ enum TrustedPaths {
         let info = try stat(node, path)
         guard info.type == .regular else { throw .notRegularFile(path) }
         try checkOwnership(info, path)
-        return (UInt64(info.deviceID.rawValue), UInt64(info.inode.rawValue))
+        let identity = (UInt64(info.deviceID.rawValue), UInt64(info.inode.rawValue))
+        if startsWithShebang(parent.name, in: parent.fd, identity: identity) { throw .script(path) }
+        return identity
+    }
+
+    /// Whether the file `name` in `directory` (the file whose device and inode are `identity`) starts
+    /// with `#!`. A process that runs a script runs its interpreter, and `/proc/PID/exe` names the
+    /// interpreter: an `Executable=` naming a script could never match, and the one that would (the
+    /// interpreter) would be every script's. False when the file cannot be read (mode 0711): the
+    /// kernel can run it, the agent cannot tell.
+    private static func startsWithShebang(
+        _ name: String, in directory: FileDescriptor, identity: (UInt64, UInt64)
+    ) -> Bool {
+        let raw = openat(directory.rawValue, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard raw >= 0 else { return false }
+        let fd = FileDescriptor(rawValue: raw)
+        defer { try? fd.close() }
+        // Only root can replace the file (checked), but read the one that was checked or nothing.
+        guard let info = try? fd.stat(), info.type == .regular,
+            (UInt64(info.deviceID.rawValue), UInt64(info.inode.rawValue)) == identity
+        else { return false }
+        return (try? fd.readAll(upTo: 2)) == Array("#!".utf8)
     }
 
     /// The content of the file `name` in the checked directory `directory` (whose path is `path`), at

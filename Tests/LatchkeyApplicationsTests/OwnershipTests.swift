@@ -250,6 +250,14 @@ final class OwnershipTests: XCTestCase {
             reason(directory, tree.registry("apps")), .untrustedExecutable(.notRegularFile(tree.path("bin"))))
     }
 
+    func testAScriptCanNeverBeAnExecutable() throws {
+        let script = try tree.file("bin/script", "#!/bin/sh\nexit 0\n", mode: 0o755)
+        let file = try tree.file("apps/script.conf", RootTree.application(id: "s", executable: script, groups: "g"))
+        XCTAssertEqual(reason(file, tree.registry("apps")), .untrustedExecutable(.script(script)))
+        try tree.file("bin/script", "#\n!/bin/sh\n", mode: 0o755)
+        XCTAssertEqual(tree.registry("apps").applications.count, 1, "only #! at the very start makes a script")
+    }
+
     func testEmptyMalformedAndInvalidFilesAreIgnoredWithTheirReason() throws {
         let empty = try tree.file("apps/empty.conf", "")
         let malformed = try tree.file("apps/malformed.conf", "[Application]\r\nId=x\r\n")

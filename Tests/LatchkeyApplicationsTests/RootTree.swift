@@ -70,10 +70,11 @@ final class RootTree {
         return target
     }
 
-    /// An executable file (a copy of nothing: its content does not matter, only its identity).
+    /// An executable file: its content does not matter, only its identity, as long as it is not a
+    /// script (`#!`), which no process can be seen to run.
     @discardableResult
     func executable(_ relative: String, mode: mode_t = 0o755) throws -> String {
-        try file(relative, "#!/bin/sh\nexit 0\n", mode: mode)
+        try bytes(relative, [0x7F] + Array("ELF, for its identity only".utf8), mode: mode)
     }
 
     /// An application file's text.

@@ -34,8 +34,9 @@ final class CLIAppsTests: XCTestCase {
     }
 
     func testListsTheApplicationsInForceAndTheIgnoredFilesWithTheirReasons() throws {
-        try write("bin/mail", "#!/bin/sh\n", mode: 0o755)
-        try write("bin/loose", "#!/bin/sh\n", mode: 0o777)
+        // Not scripts (#!), which the agent refuses: a process runs their interpreter.
+        try write("bin/mail", "\u{7F}ELF", mode: 0o755)
+        try write("bin/loose", "\u{7F}ELF", mode: 0o777)
         let mail = root + "/bin/mail"
         try write("pkg/mail.conf", "[Application]\nId=org.example.Mail\nExecutable=\(mail)\nAccessGroups=wide\n")
         try write("etc/mail.conf", "[Application]\nId=org.example.Mail\nExecutable=\(mail)\nAccessGroups=mail;a\\;b\n")
