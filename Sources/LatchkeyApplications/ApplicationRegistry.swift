@@ -7,8 +7,9 @@ package struct ApplicationRegistry: Sendable {
     /// The group of every program that is no application: where items added before issue 12 are.
     ///
     /// Must equal the engine's `Caller.defaultAccessGroup` (LatchkeyEngine). This module cannot import
-    /// the engine (the CLI uses it too, and the engine must not depend on it), so the two constants
-    /// are pinned by tests on both sides (`ApplicationRegistryTests.testDefaultGroupIsTheEnginesDefault`).
+    /// the engine (the CLI uses it too, and neither the engine nor this module should depend on the
+    /// other), so the string is pinned here by `ApplicationRegistryTests.testDefaultGroupIsTheEnginesDefault`
+    /// and on the engine's side by its store vectors (`agrp` "default" in store-v1.json).
     package static let defaultAccessGroup = "default"
 
     /// Where application files live, lowest precedence first: packages, then the administrator,
