@@ -150,6 +150,9 @@ let package = Package(
         .executableTarget(name: "latchkey-probe", dependencies: ["Latchkey"], path: "Tests/LatchkeyProbe"),
 
         .testTarget(name: "LatchkeySystemTests", dependencies: ["LatchkeySystem", systemPackage]),
+        // The key-file parser, application files, the ownership rules (root-owned files in temporary
+        // directories under /run; those tests need root) and the grants.
+        .testTarget(name: "LatchkeyApplicationsTests", dependencies: ["LatchkeyApplications"]),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(
             name: "LatchkeyKeybagTests", dependencies: ["LatchkeyKeybag"],

@@ -45,6 +45,7 @@ struct LatchkeyCLI: ParsableCommand {
             FindKey.self,
             DeleteCertificate.self,
             GenerateKey.self,
+            AppsCommand.self,
             VersionCommand.self,
         ]
     )

@@ -31,6 +31,7 @@ final class CLIHelpTests: XCTestCase {
         ("find-internet-password", ["-s <server>", "-r <protocol>", "-P <port>", "-w", "-g"]),
         ("delete-internet-password", ["-s <server>", "-a <account>", "-r <protocol>"]),
         ("dump-keychain", ["-d"]),
+        ("apps", ["--directory", "applications.d", "default"]),
         ("version", ["version"]),
     ]
 
@@ -73,6 +74,8 @@ final class CLIHelpTests: XCTestCase {
             ["init", "--argon2-memory", "1"],
             ["init", "--argon2-parallelism", "17"],
             ["lock", "--everything"],
+            ["apps", "--directory", "relative/applications.d"],
+            ["apps", "--directory", "/etc/../etc/latchkey/applications.d"],
         ]
         for arguments in cases {
             let result = try run(arguments)
