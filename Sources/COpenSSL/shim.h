@@ -35,11 +35,9 @@ static inline int latchkey_openssl_unavailable_algorithm(void) {
 }
 
 // --- PKCS#12 key-derivation work, counted before any derivation (PKCS12.swift) ---
-// OpenSSL 3.0 reads the MAC, PKCS#12-PBE and PBKDF2 iteration counts up to 2^31-1 and derives the MAC
-// several times per import, so a 1 KB file could hold a thread for minutes without its passphrase
-// being known. These functions only decode the (public) parameters; they never derive a key, except
-// latchkey_pkcs12_check with a passphrase, which decrypts the encrypted safes to see the bags inside
-// (each with an iteration count already checked).
+// OpenSSL 3.0 reads the MAC, PKCS#12-PBE and PBKDF2 iteration counts up to 2^31-1, so a 1 KB file could
+// hold a thread for minutes without its passphrase being known. These functions only decode the
+// (public) parameters; they never derive a key (pkcs12_open.h charges each derivation as it runs).
 
 #include <openssl/pkcs7.h>
 #include <stdint.h>
@@ -59,58 +57,79 @@ enum {
     LATCHKEY_P12_MALFORMED = 3,        // an iteration count that is no positive 63-bit integer
 };
 
-static inline void latchkey_p12_count(latchkey_p12_work *work, const ASN1_INTEGER *iter) {
-    int64_t value = 1;  // an absent count (the MAC's DEFAULT 1)
+// An iteration count: 1 when absent (the MAC's DEFAULT 1); -1, and `*refusal` set, for one that is no
+// non-negative 63-bit integer.
+static inline long long latchkey_p12_integer(const ASN1_INTEGER *iter, int *refusal) {
+    int64_t value = 1;
     if (iter != NULL && (ASN1_INTEGER_get_int64(&value, iter) != 1 || value < 0)) {
         ERR_clear_error();
-        work->refusal = LATCHKEY_P12_MALFORMED;
-        return;
+        *refusal = LATCHKEY_P12_MALFORMED;
+        return -1;
     }
+    return value;
+}
+
+static inline void latchkey_p12_add(latchkey_p12_work *work, long long value) {
     if (value > work->largest) work->largest = value;
     // Each count is below 2^63 and there are at most a few hundred: saturate rather than overflow.
     work->total = (work->total > INT64_MAX - value) ? INT64_MAX : work->total + value;
 }
 
-// One password-based encryption algorithm: PKCS#12 or PKCS#5 v1 PBE (PBEPARAM) or PBES2 with PBKDF2.
-// An algorithm whose parameters do not decode as either is left to OpenSSL, which fails on it before
-// deriving anything (it decodes the same structures, or does not know the algorithm).
+static inline void latchkey_p12_count(latchkey_p12_work *work, const ASN1_INTEGER *iter) {
+    long long value = latchkey_p12_integer(iter, &work->refusal);
+    if (value >= 0) latchkey_p12_add(work, value);
+}
+
+// The iterations of the one key derivation a password-based encryption algorithm runs: PKCS#12 or
+// PKCS#5 v1 PBE (PBEPARAM), or PBES2 with PBKDF2. 0 for an algorithm whose parameters decode as
+// neither, which is left to OpenSSL: it fails on it before deriving anything (it decodes the same
+// structures, or does not know the algorithm). Sets `*refusal` for scrypt (or another PBES2 function)
+// and for a malformed count.
+static inline long long latchkey_p12_iterations(const X509_ALGOR *alg, int *refusal) {
+    const ASN1_OBJECT *oid = NULL;
+    int ptype = 0;
+    const void *pval = NULL;
+    X509_ALGOR_get0(&oid, &ptype, &pval, alg);
+    if (ptype != V_ASN1_SEQUENCE || pval == NULL) return 0;
+    ASN1_TYPE param = {0};
+    param.type = V_ASN1_SEQUENCE;
+    param.value.sequence = (ASN1_STRING *)pval;
+    long long count = 0;
+    if (OBJ_obj2nid(oid) != NID_pbes2) {
+        PBEPARAM *pbe = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBEPARAM), &param);
+        if (pbe != NULL) count = latchkey_p12_integer(pbe->iter, refusal);
+        PBEPARAM_free(pbe);
+        ERR_clear_error();
+        return count;
+    }
+    PBE2PARAM *pbe2 = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBE2PARAM), &param);
+    if (pbe2 == NULL || pbe2->keyfunc == NULL) {
+        PBE2PARAM_free(pbe2);
+        ERR_clear_error();
+        return 0;
+    }
+    if (OBJ_obj2nid(pbe2->keyfunc->algorithm) != NID_id_pbkdf2) {
+        // scrypt's work (N·r·p, and its memory) is refused outright: no PKCS#12 exporter in use writes it.
+        *refusal = LATCHKEY_P12_UNSUPPORTED_KDF;
+    } else if (pbe2->keyfunc->parameter != NULL) {
+        PBKDF2PARAM *kdf = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBKDF2PARAM), pbe2->keyfunc->parameter);
+        if (kdf != NULL) count = latchkey_p12_integer(kdf->iter, refusal);
+        PBKDF2PARAM_free(kdf);
+    }
+    PBE2PARAM_free(pbe2);
+    ERR_clear_error();
+    return count;
+}
+
+// One encrypted safe or shrouded key, counted among the bags and its iterations added.
 static inline void latchkey_p12_algorithm(latchkey_p12_work *work, const X509_ALGOR *alg, int max_bags) {
     if (alg == NULL || work->refusal != 0) return;
     if (++work->bags > max_bags) {
         work->refusal = LATCHKEY_P12_TOO_MANY_BAGS;
         return;
     }
-    const ASN1_OBJECT *oid = NULL;
-    int ptype = 0;
-    const void *pval = NULL;
-    X509_ALGOR_get0(&oid, &ptype, &pval, alg);
-    if (ptype != V_ASN1_SEQUENCE || pval == NULL) return;
-    ASN1_TYPE param = {0};
-    param.type = V_ASN1_SEQUENCE;
-    param.value.sequence = (ASN1_STRING *)pval;
-    if (OBJ_obj2nid(oid) != NID_pbes2) {
-        PBEPARAM *pbe = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBEPARAM), &param);
-        if (pbe != NULL) latchkey_p12_count(work, pbe->iter);
-        PBEPARAM_free(pbe);
-        ERR_clear_error();
-        return;
-    }
-    PBE2PARAM *pbe2 = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBE2PARAM), &param);
-    if (pbe2 == NULL || pbe2->keyfunc == NULL) {
-        PBE2PARAM_free(pbe2);
-        ERR_clear_error();
-        return;
-    }
-    if (OBJ_obj2nid(pbe2->keyfunc->algorithm) != NID_id_pbkdf2) {
-        // scrypt's work (N·r·p, and its memory) is refused outright: no PKCS#12 exporter in use writes it.
-        work->refusal = LATCHKEY_P12_UNSUPPORTED_KDF;
-    } else if (pbe2->keyfunc->parameter != NULL) {
-        PBKDF2PARAM *kdf = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBKDF2PARAM), pbe2->keyfunc->parameter);
-        if (kdf != NULL) latchkey_p12_count(work, kdf->iter);
-        PBKDF2PARAM_free(kdf);
-    }
-    PBE2PARAM_free(pbe2);
-    ERR_clear_error();
+    long long count = latchkey_p12_iterations(alg, &work->refusal);
+    if (work->refusal == 0) latchkey_p12_add(work, count);
 }
 
 // The shrouded keys among `bags`, and the bags of nested safeContents (which PKCS12_parse reads too),
@@ -139,13 +158,10 @@ static inline void latchkey_p12_bags(latchkey_p12_work *work, const STACK_OF(PKC
     }
 }
 
-// The key-derivation work `p12` asks for: its MAC, its encrypted safes and the shrouded keys in its
-// plain safes. With `decrypt` set, the encrypted safes are decrypted with `pass` (as PKCS12_parse
-// will) and the shrouded keys inside counted too; the walk stops at the first that does not decrypt,
-// where PKCS12_parse stops as well. Call it with `decrypt` only after a walk without it accepted the
-// file. Returns 0, or -1 when the authenticated safes do not decode (PKCS12_parse fails on them too).
-static inline int latchkey_pkcs12_check(const PKCS12 *p12, int decrypt, const char *pass, int passlen,
-                                        int max_bags, latchkey_p12_work *work) {
+// The key-derivation work `p12` shows without its passphrase: its MAC, its encrypted safes and the
+// shrouded keys in its plain safes, each once. Returns 0, or -1 when the authenticated safes do not
+// decode (the file cannot be opened then).
+static inline int latchkey_pkcs12_check(const PKCS12 *p12, int max_bags, latchkey_p12_work *work) {
     memset(work, 0, sizeof(*work));
     if (PKCS12_mac_present(p12)) {
         const ASN1_INTEGER *iter = NULL;
@@ -167,10 +183,6 @@ static inline int latchkey_pkcs12_check(const PKCS12 *p12, int decrypt, const ch
         case NID_pkcs7_encrypted:
             if (p7->d.encrypted != NULL && p7->d.encrypted->enc_data != NULL)
                 latchkey_p12_algorithm(work, p7->d.encrypted->enc_data->algorithm, max_bags);
-            if (decrypt && work->refusal == 0) {
-                bags = PKCS12_unpack_p7encdata(p7, pass, passlen);
-                if (bags == NULL) i = sk_PKCS7_num(safes);  // PKCS12_parse fails here: nothing more runs
-            }
             break;
         default: break;
         }
@@ -182,3 +194,4 @@ static inline int latchkey_pkcs12_check(const PKCS12 *p12, int decrypt, const ch
     return 0;
 }
 
+#include "pkcs12_open.h"

@@ -43,7 +43,8 @@ nonisolated(unsafe) public let kSecImportItemIdentity: CFString = "identity"
 /// - Returns: errSecSuccess; errSecAuthFailed (-25293) when the passphrase is wrong; errSecDecode
 ///   (-26275) when the data is not a PKCS#12 file, does not decrypt although its passphrase is right, is
 ///   encrypted with a cipher OpenSSL cannot read, or holds a key latchkey cannot use (RSA and EC
-///   P-256/384/521 are supported); errSecParam for a passphrase of another type.
+///   P-256/384/521 are supported); errSecParam for a passphrase of another type or one holding a NUL
+///   character (which OpenSSL would end the passphrase at).
 ///   `LatchkeyDiagnostics.lastErrorDetail` says more.
 ///
 /// OpenSSL reads one private key per file, so a file with several keys gives the first identity only.
@@ -103,11 +104,17 @@ public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ it
 private func importPassphrase(_ options: CFDictionary) throws(SecError) -> SecretBytes {
     let dictionary = options as NSDictionary
     guard let value = dictionary[kSecImportExportPassphrase as String] else { return SecretBytes(count: 0) }
+    let passphrase: SecretBytes
     switch value {
-    case let string as String: return SecretBytes(copying: Array(string.utf8))
-    case let data as Data: return SecretBytes(copying: data)
+    case let string as String: passphrase = SecretBytes(copying: Array(string.utf8))
+    case let data as Data: passphrase = SecretBytes(copying: data)
     default: throw .param("kSecImportExportPassphrase must be a string")
     }
+    // OpenSSL takes a PKCS#12 passphrase as a C string: "ab\0cd" would be used as "ab".
+    guard !passphrase.withUnsafeBytes({ $0.contains(0) }) else {
+        throw .param("kSecImportExportPassphrase must not contain a NUL character")
+    }
+    return passphrase
 }
 
 /// The issuers of `certificate` among `candidates`, nearest first, each the issuer of the one before

@@ -98,6 +98,40 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable, 
         SignatureAlgorithm.rsaSignatureMessagePSSSHA512.rawValue)
     /// Apple's `kSecKeyAlgorithmECDSASignatureRFC4754` ("algid:sign:ECDSA:RFC4754").
     public static let ecdsaSignatureRFC4754 = SecKeyAlgorithm(SignatureAlgorithm.ecdsaSignatureRFC4754.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureDigestRFC4754` ("algid:sign:ECDSA:digest-RFC4754"): `r ‖ s`
+    /// over a digest of any length.
+    public static let ecdsaSignatureDigestRFC4754 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureDigestRFC4754.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA1` ("algid:sign:ECDSA:digest-RFC4754:SHA1").
+    public static let ecdsaSignatureDigestRFC4754SHA1 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureDigestRFC4754SHA1.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA224` ("algid:sign:ECDSA:digest-RFC4754:SHA224").
+    public static let ecdsaSignatureDigestRFC4754SHA224 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureDigestRFC4754SHA224.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA256` ("algid:sign:ECDSA:digest-RFC4754:SHA256").
+    public static let ecdsaSignatureDigestRFC4754SHA256 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureDigestRFC4754SHA256.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA384` ("algid:sign:ECDSA:digest-RFC4754:SHA384").
+    public static let ecdsaSignatureDigestRFC4754SHA384 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureDigestRFC4754SHA384.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA512` ("algid:sign:ECDSA:digest-RFC4754:SHA512").
+    public static let ecdsaSignatureDigestRFC4754SHA512 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureDigestRFC4754SHA512.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA1` ("algid:sign:ECDSA:message-RFC4754:SHA1").
+    public static let ecdsaSignatureMessageRFC4754SHA1 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureMessageRFC4754SHA1.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA224` ("algid:sign:ECDSA:message-RFC4754:SHA224").
+    public static let ecdsaSignatureMessageRFC4754SHA224 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureMessageRFC4754SHA224.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA256` ("algid:sign:ECDSA:message-RFC4754:SHA256").
+    public static let ecdsaSignatureMessageRFC4754SHA256 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureMessageRFC4754SHA256.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA384` ("algid:sign:ECDSA:message-RFC4754:SHA384").
+    public static let ecdsaSignatureMessageRFC4754SHA384 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureMessageRFC4754SHA384.rawValue)
+    /// Apple's `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA512` ("algid:sign:ECDSA:message-RFC4754:SHA512").
+    public static let ecdsaSignatureMessageRFC4754SHA512 = SecKeyAlgorithm(
+        SignatureAlgorithm.ecdsaSignatureMessageRFC4754SHA512.rawValue)
     /// Apple's `kSecKeyAlgorithmECDSASignatureDigestX962` ("algid:sign:ECDSA:digest-X962").
     public static let ecdsaSignatureDigestX962 = SecKeyAlgorithm(SignatureAlgorithm.ecdsaSignatureDigestX962.rawValue)
     /// Apple's `kSecKeyAlgorithmECDSASignatureDigestX962SHA1` ("algid:sign:ECDSA:digest-X962:SHA1").

@@ -8,14 +8,17 @@ package enum PKCS12 {
     package static let maximumSize = 16 << 20
 
     /// Most key-derivation iterations accepted for any one derivation (the MAC, an encrypted safe, a
-    /// shrouded key). OpenSSL 3.0 accepts up to 2^31−1 and derives the MAC several times per import, so
-    /// without a cap a 1 KB file holds a thread for minutes before its passphrase is even checked. Real
-    /// files use 2048 (OpenSSL's default), 2000 to 600,000 (macOS and Windows exports); Windows refuses
-    /// more than 600,000, BoringSSL more than 100,000,000. Ten million is 16 times Windows' limit and
-    /// costs well under a second per derivation.
+    /// shrouded key). OpenSSL 3.0 accepts up to 2^31−1, so without a cap a 1 KB file holds a thread for
+    /// minutes before its passphrase is even checked. Real files use 2048 (OpenSSL's default), 2000 to
+    /// 600,000 (macOS and Windows exports); Windows refuses more than 600,000, BoringSSL more than
+    /// 100,000,000. Ten million is 16 times Windows' limit and costs well under a second per derivation.
     package static let maximumIterations: Int64 = 10_000_000
-    /// Most iterations accepted for the whole file, all derivations together (once each): enough for a
-    /// MAC, the certificates and the key at the largest count each.
+    /// Most iterations accepted for one import, every derivation it runs counted as it runs: the MAC
+    /// once (an empty passphrase: once or twice, its absent form and then its empty one), each encrypted
+    /// safe and the shrouded key once (without a MAC and with an empty passphrase, the walk that fails
+    /// with the absent form as well). Enough for a MAC, the certificates and the key at the largest count
+    /// each; the count a file shows without its passphrase (the MAC, its encrypted safes and plain
+    /// shrouded keys) is checked against it before anything is derived.
     package static let maximumTotalIterations: Int64 = 3 * maximumIterations
     /// Most encrypted safes and shrouded keys (and nested safes) accepted in one file: real files have
     /// one or two.
@@ -25,30 +28,41 @@ package enum PKCS12 {
     package struct Contents: Sendable {
         /// The private key, if the file had one.
         package let key: AsymmetricKey?
-        /// The certificate that matches the key (OpenSSL pairs them by localKeyID or by key), or the
-        /// first certificate when there is no key.
+        /// The certificate that matches the key (paired by key, as OpenSSL's PKCS12_parse pairs them), or
+        /// the first certificate when there is no key.
         package let certificate: X509Certificate?
         /// All other certificates (a chain), in file order.
         package let additional: [X509Certificate]
         /// The friendly name of the certificate's bag, when the file gives one.
         package let friendlyName: String?
+        /// How many key derivations opening the file ran (the MAC's, each encrypted safe's and the key's).
+        package let derivations: Int
     }
 
     /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC opened
-    /// without a passphrase, the decryption) fails with `password`, `.invalidInput` for data that is not
-    /// PKCS#12 or does not decrypt although its MAC verifies, and `.unsupported` for a cipher no OpenSSL
-    /// provider can read, a file without a MAC opened with a passphrase (OpenSSL 3.0 cannot), or a key
-    /// other than RSA or EC P-256/384/521. An empty password also tries the absent password, as OpenSSL
-    /// and Apple do.
+    /// with the empty passphrase, the decryption) fails with `password`, `.invalidInput` for data that is
+    /// not PKCS#12 or does not decrypt although its MAC verifies, and for a passphrase holding a NUL
+    /// byte, and `.unsupported` for a cipher no OpenSSL provider can read, a file without a MAC opened
+    /// with a passphrase (OpenSSL 3.0 cannot), too much key-derivation work, or a key other than RSA or
+    /// EC P-256/384/521.
     ///
-    /// Files from Apple's Keychain Access, older macOS and Windows encrypt with RC2-40 and 3DES, which
-    /// OpenSSL 3 keeps in its legacy provider. That provider is loaded into a library context of its own
-    /// (`LegacyPKCS12`) and used only when the default algorithms cannot read a file, only for the
-    /// decryption itself: nothing else in the process ever sees RC2, DES or RC4.
+    /// PKCS#12's empty password has two forms, absent (no password bytes) and empty (the two zero bytes
+    /// of an empty BMPString): `password` empty tries both, absent first, as OpenSSL does, in the MAC,
+    /// or, in a file without one, in the decryption (OpenSSL 3.0's PKCS12_parse tries only the absent
+    /// form there, and `openssl pkcs12 -export -passout pass:` writes the other).
+    ///
+    /// The MAC is verified once (for each form tried) and everything is then decrypted without
+    /// OpenSSL's PKCS12_parse, which would verify it again (`latchkey_pkcs12_open`). Files from Apple's
+    /// Keychain Access, older macOS and Windows encrypt with RC2-40 and 3DES; RC2 (and DES, RC4) OpenSSL 3
+    /// keeps in its legacy provider, which is loaded into a library context of its own (`LegacyPKCS12`)
+    /// and used only for the decryptions whose cipher the default context lacks: nothing else in the
+    /// process ever sees RC2, DES or RC4, and keys are decoded in the default context.
     package static func parse(der: [UInt8], password: SecretBytes) throws(CryptoError) -> Contents {
         guard !der.isEmpty, der.count <= maximumSize else {
             throw CryptoError.invalidInput("PKCS#12 size out of range")
         }
+        // OpenSSL's calls take it as a C string, which would end at the NUL.
+        guard !password.withUnsafeBytes({ $0.contains(0) }) else { throw Self.passphraseWithNUL }
         let p12: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             let parsed = d2i_PKCS12(nil, &cursor, buffer.count)
@@ -62,64 +76,51 @@ package enum PKCS12 {
         guard let p12 else { throw CryptoError.invalidInput("the data is not a PKCS#12 file") }
         defer { PKCS12_free(p12) }
 
-        // The work the file asks for, from what is readable without its passphrase, before any derivation.
-        try checkWork(p12, decrypt: false, pass: nil)
+        try checkWork(p12)
 
         let pass = cStringCopy(password)
+        var budget = latchkey_p12_budget()
+        budget.max_iterations = maximumIterations
+        budget.max_total = maximumTotalIterations
+        budget.max_bags = maximumEncryptedBags
+        budget.legacy = LegacyPKCS12.context
         var pkey: OpaquePointer?, x509: OpaquePointer?, stack: OpaquePointer?
         defer {
             EVP_PKEY_free(pkey)
             X509_free(x509)
             if let stack { OPENSSL_sk_pop_free(stack, x509FreeCallback) }
         }
-        // What a failed PKCS12_parse may have left (it frees the key and certificate itself, not always
-        // the chain), so that a second attempt starts from nothing.
-        func discard() {
-            EVP_PKEY_free(pkey)
-            X509_free(x509)
-            if let stack { OPENSSL_sk_pop_free(stack, x509FreeCallback) }
-            (pkey, x509, stack) = (nil, nil, nil)
-        }
         let outcome = pass.withUnsafeBytes { buffer -> ParseOutcome in
-            let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
-            let hasMAC = PKCS12_mac_present(p12) == 1
-            // The passphrase PKCS12_parse will use, tried in its order: an empty one as absent (NULL) first.
-            var effective: UnsafePointer<CChar>? = text
-            if hasMAC {
-                if password.count == 0 && PKCS12_verify_mac(p12, nil, 0) == 1 {
-                    effective = nil
-                } else if PKCS12_verify_mac(p12, text, Int32(password.count)) != 1 {
-                    return latchkey_openssl_unavailable_algorithm() == 1 ? .unreadable : .wrongPassword
+            let text = UnsafePointer(buffer.baseAddress!.assumingMemoryBound(to: CChar.self))
+            let length = Int32(password.count)
+            // The forms to try, in order: an empty passphrase is absent (NULL) first, then empty.
+            let forms: [UnsafePointer<CChar>?] = password.count == 0 ? [nil, text] : [text]
+            func open(_ form: UnsafePointer<CChar>?) -> Int {
+                Int(latchkey_pkcs12_open(p12, form, length, &budget, &pkey, &x509, &stack))
+            }
+            guard PKCS12_mac_present(p12) == 1 else {
+                // OpenSSL 3.0 reads a file without a MAC only without a passphrase (with one, its
+                // PKCS12_parse fails as for a wrong MAC); that stays so, and is not called a wrong passphrase.
+                guard password.count == 0 else { return .noMAC }
+                // Without a MAC only the decryption tells the forms apart; each walk's work is charged.
+                for form in forms {
+                    let opened = open(form)
+                    if opened != LATCHKEY_P12_FAILED { return ParseOutcome(opened, verified: false) }
                 }
-            } else if password.count == 0 {
-                effective = nil
+                return .wrongPassword
             }
-            ERR_clear_error()
-            // OpenSSL 3.0's PKCS12_parse reads a file without a MAC only without a passphrase; with one it
-            // fails as for a wrong MAC, which must not be reported as a wrong passphrase.
-            if !hasMAC && password.count > 0 { return .noMAC }
-            // The shrouded keys inside the encrypted safes, which only the passphrase shows.
-            if let refusal = workRefusal(p12, decrypt: true, pass: effective) { return .tooMuchWork(refusal) }
-            if PKCS12_parse(p12, text, &pkey, &x509, &stack) == 1 { return .parsed(legacy: false) }
-            discard()
-            if latchkey_openssl_unavailable_algorithm() == 1 {
-                guard LegacyPKCS12.isAvailable else { return .unreadable }
-                // The safes the default context could not decrypt, looked into with the legacy ciphers.
-                let inside = LegacyPKCS12.withContext { measure(p12, decrypt: true, pass: effective) }
-                if let work = inside ?? nil, let refusal = refusal(of: work) { return .tooMuchWork(refusal) }
-                if LegacyPKCS12.parse(p12, text, &pkey, &x509, &stack) { return .parsed(legacy: true) }
-                discard()
-                if latchkey_openssl_unavailable_algorithm() == 1 { return .unreadable }
+            for form in forms {
+                let verified = Int(latchkey_pkcs12_verify_mac(p12, form, length, &budget))
+                if verified == LATCHKEY_P12_FAILED { continue }
+                guard verified == LATCHKEY_P12_OPENED else { return ParseOutcome(verified, verified: false) }
+                // The MAC verified: the passphrase is right, and the contents are not verified again.
+                return ParseOutcome(open(form), verified: true)
             }
-            ERR_clear_error()
-            // With a MAC that verified, the passphrase is right: the file is damaged. Without one (and
-            // without a passphrase), a failed decryption is all there is to tell a wrong passphrase by.
-            return hasMAC ? .damaged : .wrongPassword
+            return .wrongPassword
         }
         ERR_clear_error()
-        let legacy: Bool
         switch outcome {
-        case .parsed(let fromLegacy): legacy = fromLegacy
+        case .parsed: break
         case .wrongPassword: throw CryptoError.wrongPassword
         case .unreadable:
             throw CryptoError.unsupported(
@@ -129,22 +130,15 @@ package enum PKCS12 {
             throw CryptoError.invalidInput("the PKCS#12 file does not decrypt although its passphrase is right")
         case .noMAC:
             throw CryptoError.unsupported("PKCS#12 files without an integrity MAC are read only without a passphrase")
-        case .tooMuchWork(let why):
-            throw CryptoError.unsupported(why)
+        case .tooMuchWork:
+            throw CryptoError.unsupported(
+                refusal(of: budget.work) ?? "the file asks for more key-derivation work than is accepted")
         }
 
         var key: AsymmetricKey?
         if let made = pkey {
             pkey = nil  // adopted: freed by the key from here on
-            let adopted = try AsymmetricKey(adopting: made)
-            // A key decoded in the legacy context is re-made in the default one, so that nothing the
-            // import returns depends on that context.
-            key =
-                legacy
-                ? try AsymmetricKey(
-                    externalRepresentation: adopted.externalRepresentation(), algorithm: adopted.algorithm,
-                    isPrivate: adopted.isPrivate)
-                : adopted
+            key = try AsymmetricKey(adopting: made)
         }
         var certificates: [X509Certificate] = []
         if let stack {
@@ -157,7 +151,7 @@ package enum PKCS12 {
         var friendlyName: String?
         if let x509 {
             certificate = try Self.certificate(from: x509)
-            // PKCS12_parse copies the bag's friendlyName attribute into the certificate's alias.
+            // The walk copies the bag's friendlyName attribute into the certificate's alias, as PKCS12_parse.
             var length: Int32 = 0
             if let alias = X509_alias_get0(x509, &length), length > 0 {
                 friendlyName = String(decoding: UnsafeBufferPointer(start: alias, count: Int(length)), as: UTF8.self)
@@ -165,12 +159,17 @@ package enum PKCS12 {
         } else if key == nil, !certificates.isEmpty {
             certificate = certificates.removeFirst()
         }
-        return Contents(key: key, certificate: certificate, additional: certificates, friendlyName: friendlyName)
+        return Contents(
+            key: key, certificate: certificate, additional: certificates, friendlyName: friendlyName,
+            derivations: Int(budget.derivations))
     }
+
+    private static let passphraseWithNUL = CryptoError.invalidInput(
+        "a PKCS#12 passphrase cannot contain a NUL byte (OpenSSL would read only what comes before it)")
 
     /// How an attempt to open a PKCS#12 file ended.
     private enum ParseOutcome {
-        case parsed(legacy: Bool)
+        case parsed
         case wrongPassword
         /// A cipher (or MAC digest) no provider can read.
         case unreadable
@@ -178,35 +177,32 @@ package enum PKCS12 {
         case damaged
         /// No MAC, and a passphrase, which OpenSSL cannot use together.
         case noMAC
-        /// More key-derivation work than accepted, found inside an encrypted safe.
-        case tooMuchWork(String)
+        /// More key-derivation work than accepted (the budget's refusal says which).
+        case tooMuchWork
+
+        /// A step's or a walk's `LATCHKEY_P12_*` outcome; a failure after a verified MAC is damage.
+        init(_ code: Int, verified: Bool) {
+            switch code {
+            case LATCHKEY_P12_OPENED: self = .parsed
+            case LATCHKEY_P12_UNREADABLE: self = .unreadable
+            case LATCHKEY_P12_REFUSED: self = .tooMuchWork
+            default: self = verified ? .damaged : .wrongPassword
+            }
+        }
     }
 
-    /// Throws `.unsupported` when `p12` asks for more key-derivation work than accepted (see
-    /// `workRefusal`).
-    private static func checkWork(
-        _ p12: OpaquePointer, decrypt: Bool, pass: UnsafePointer<CChar>?
-    ) throws(CryptoError) {
-        if let refusal = workRefusal(p12, decrypt: decrypt, pass: pass) { throw CryptoError.unsupported(refusal) }
+    /// Throws `.unsupported` when what `p12` shows without its passphrase (its MAC, encrypted safes and
+    /// plain shrouded keys, each once) already asks for more key-derivation work than accepted, before
+    /// anything is derived.
+    private static func checkWork(_ p12: OpaquePointer) throws(CryptoError) {
+        var shown = latchkey_p12_work()
+        if latchkey_pkcs12_check(p12, maximumEncryptedBags, &shown) == 0, let refusal = refusal(of: shown) {
+            throw CryptoError.unsupported(refusal)
+        }
     }
 
-    /// Why `p12` is refused for the key-derivation work it asks for (the iteration counts of its MAC,
-    /// encrypted safes and shrouded keys; how many of those; scrypt), or nil. Without `decrypt`, nothing
-    /// is derived; with it, the encrypted safes are decrypted with `pass` to see the keys inside, which
-    /// a walk without it must have accepted first.
-    private static func workRefusal(_ p12: OpaquePointer, decrypt: Bool, pass: UnsafePointer<CChar>?) -> String? {
-        measure(p12, decrypt: decrypt, pass: pass).flatMap(refusal(of:))
-    }
-
-    /// The walk behind `workRefusal`, OpenSSL calls only (it may run in the legacy context); nil when
-    /// the authenticated safes do not decode, which PKCS12_parse fails on before deriving anything.
-    private static func measure(
-        _ p12: OpaquePointer, decrypt: Bool, pass: UnsafePointer<CChar>?
-    ) -> latchkey_p12_work? {
-        var work = latchkey_p12_work()
-        return latchkey_pkcs12_check(p12, decrypt ? 1 : 0, pass, -1, maximumEncryptedBags, &work) == 0 ? work : nil
-    }
-
+    /// Why `work` is refused (scrypt, too many bags, a malformed count, more iterations than accepted in
+    /// one derivation or in all), or nil.
     private static func refusal(of work: latchkey_p12_work) -> String? {
         switch Int(work.refusal) {
         case LATCHKEY_P12_UNSUPPORTED_KDF:
@@ -236,6 +232,8 @@ package enum PKCS12 {
         password: SecretBytes, name: String? = nil
     ) throws(CryptoError) -> [UInt8] {
         guard key.isPrivate else { throw CryptoError.invalidInput("a PKCS#12 identity needs a private key") }
+        // PKCS12_create takes it as a C string: the file would be protected by what comes before the NUL.
+        guard !password.withUnsafeBytes({ $0.contains(0) }) else { throw Self.passphraseWithNUL }
         guard certificate.publicKeyBytes == key.publicKeyBytes else {
             throw CryptoError.invalidInput("the certificate does not belong to the key")
         }
@@ -290,10 +288,16 @@ package enum PKCS12 {
 
 /// OpenSSL's legacy provider (RC2, DES, RC4, …) in a library context of its own, for reading PKCS#12
 /// files and nothing else. The process's default context never loads it, so no other code can select a
-/// legacy algorithm by accident; the context lives as long as the process.
+/// legacy algorithm by accident; the context lives as long as the process. `latchkey_pkcs12_open` makes
+/// it a thread's default context for one decryption whose cipher only it has, and only C code runs in
+/// that time, so nothing else (such as the process's algorithm cache) can be fetched from it.
 private enum LegacyPKCS12 {
     /// The context with the default and legacy providers, or nil when the legacy provider is missing.
-    private static let context: Context = Context()
+    static var context: OpaquePointer? { loaded.pointer }
+
+    static var isAvailable: Bool { context != nil }
+
+    private static let loaded: Context = Context()
 
     private final class Context: @unchecked Sendable {
         let pointer: OpaquePointer?
@@ -303,7 +307,7 @@ private enum LegacyPKCS12 {
                 pointer = nil
                 return
             }
-            // The default provider too: key derivation, digests and key decoding come from there.
+            // The default provider too: key derivation and digests come from there.
             guard OSSL_PROVIDER_load(made, "default") != nil, OSSL_PROVIDER_load(made, "legacy") != nil else {
                 OSSL_LIB_CTX_free(made)
                 ERR_clear_error()
@@ -312,29 +316,6 @@ private enum LegacyPKCS12 {
             }
             pointer = made
         }
-    }
-
-    static var isAvailable: Bool { context.pointer != nil }
-
-    /// `body` with the legacy context as this thread's default library context, or nil without it. As
-    /// for `parse`, `body` must only call OpenSSL.
-    static func withContext<T>(_ body: () -> T) -> T? {
-        guard let legacy = context.pointer, let previous = OSSL_LIB_CTX_set0_default(legacy) else { return nil }
-        defer { _ = OSSL_LIB_CTX_set0_default(previous) }
-        return body()
-    }
-
-    /// `PKCS12_parse` with the legacy context as this thread's default library context, for that call
-    /// only (OpenSSL 3 keeps the default context per thread). No Swift code runs while it is in place, so
-    /// nothing else (such as the process's algorithm cache) can be fetched from it.
-    static func parse(
-        _ p12: OpaquePointer, _ password: UnsafePointer<CChar>, _ pkey: inout OpaquePointer?,
-        _ x509: inout OpaquePointer?, _ stack: inout OpaquePointer?
-    ) -> Bool {
-        guard let legacy = context.pointer, let previous = OSSL_LIB_CTX_set0_default(legacy) else { return false }
-        let parsed = PKCS12_parse(p12, password, &pkey, &x509, &stack) == 1
-        _ = OSSL_LIB_CTX_set0_default(previous)
-        return parsed
     }
 }
 

@@ -3,7 +3,9 @@
 /// Security's `OSX/sec/Security/SecKeyAdaptors.m`.
 ///
 /// "Digest" algorithms take a precomputed digest, which must have the digest's length (Apple:
-/// "bad digest size", errSecParam); "Message" algorithms hash the input first. The RSA-PSS
+/// "bad digest size", errSecParam); "Message" algorithms hash the input first. The RFC 4754 algorithms
+/// are the X9.62 ones of the same hash with the DER signature converted to `r ‖ s` (Apple's
+/// `SecKeyAlgorithmAdaptorCopyResult_Sign_ECDSASignatureRFC4754Converted`). The RSA-PSS
 /// algorithms use MGF1 with the same hash and a salt as long as the digest (the `:20`/`:32`… at the
 /// end of the name), as Apple's `SecKeyRSACopyEMSASignature` does.
 package enum SignatureAlgorithm: String, Sendable, CaseIterable {
@@ -54,6 +56,29 @@ package enum SignatureAlgorithm: String, Sendable, CaseIterable {
     /// ECDSA with the raw `r ‖ s` signature format of RFC 4754 (each half padded to the field size),
     /// over a digest of any length.
     case ecdsaSignatureRFC4754 = "algid:sign:ECDSA:RFC4754"
+    /// `kSecKeyAlgorithmECDSASignatureDigestRFC4754`: `r ‖ s` over a digest of any length, as
+    /// `ecdsaSignatureRFC4754` (Apple runs that one through this one).
+    case ecdsaSignatureDigestRFC4754 = "algid:sign:ECDSA:digest-RFC4754"
+    /// `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA1`.
+    case ecdsaSignatureDigestRFC4754SHA1 = "algid:sign:ECDSA:digest-RFC4754:SHA1"
+    /// `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA224`.
+    case ecdsaSignatureDigestRFC4754SHA224 = "algid:sign:ECDSA:digest-RFC4754:SHA224"
+    /// `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA256`.
+    case ecdsaSignatureDigestRFC4754SHA256 = "algid:sign:ECDSA:digest-RFC4754:SHA256"
+    /// `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA384`.
+    case ecdsaSignatureDigestRFC4754SHA384 = "algid:sign:ECDSA:digest-RFC4754:SHA384"
+    /// `kSecKeyAlgorithmECDSASignatureDigestRFC4754SHA512`.
+    case ecdsaSignatureDigestRFC4754SHA512 = "algid:sign:ECDSA:digest-RFC4754:SHA512"
+    /// `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA1`.
+    case ecdsaSignatureMessageRFC4754SHA1 = "algid:sign:ECDSA:message-RFC4754:SHA1"
+    /// `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA224`.
+    case ecdsaSignatureMessageRFC4754SHA224 = "algid:sign:ECDSA:message-RFC4754:SHA224"
+    /// `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA256`.
+    case ecdsaSignatureMessageRFC4754SHA256 = "algid:sign:ECDSA:message-RFC4754:SHA256"
+    /// `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA384`.
+    case ecdsaSignatureMessageRFC4754SHA384 = "algid:sign:ECDSA:message-RFC4754:SHA384"
+    /// `kSecKeyAlgorithmECDSASignatureMessageRFC4754SHA512`.
+    case ecdsaSignatureMessageRFC4754SHA512 = "algid:sign:ECDSA:message-RFC4754:SHA512"
     /// ECDSA with a DER `Ecdsa-Sig-Value` signature (X9.62) over a digest of any length.
     case ecdsaSignatureDigestX962 = "algid:sign:ECDSA:digest-X962"
     /// `kSecKeyAlgorithmECDSASignatureDigestX962SHA1`.
@@ -110,9 +135,10 @@ package enum SignatureAlgorithm: String, Sendable, CaseIterable {
     var scheme: Scheme {
         switch self {
         case .rsaSignatureRaw: .rsaRaw
-        case .ecdsaSignatureRFC4754: .ecdsaRaw
         default:
-            if rawValue.contains("PKCS1v15") {
+            if rawValue.contains("RFC4754") {
+                .ecdsaRaw
+            } else if rawValue.contains("PKCS1v15") {
                 .rsaPKCS1v15
             } else if rawValue.contains("PSS") {
                 .rsaPSS

@@ -147,6 +147,10 @@ struct ExportEncoder {
         let others = try CertificateSearch.find().compactMap(\.x509)
         let chain = CertificateSearch.issuers(of: leaf, among: others)
         let password = try input { () throws(InputFailure) in try passphrase.toProtect(destination) }
+        // Read from standard input or the terminal, it may hold one; OpenSSL would stop the passphrase there.
+        guard !password.withUnsafeBytes({ $0.contains(0) }) else {
+            throw fail("the passphrase contains a NUL byte, which a PKCS#12 passphrase cannot hold")
+        }
         do {
             // An identity's attributes are its key's overlaid by its certificate's; the key type is the key's.
             let key = try AsymmetricKey(

@@ -188,7 +188,11 @@ struct ImportDecoder {
         let file = data.dataCopy()
         defer { file.wipe() }
         var result: CFArray?
-        func attempt(_ password: SecretBytes) -> OSStatus {
+        func attempt(_ password: SecretBytes) throws(ExitCode) -> OSStatus {
+            // Read from standard input or the terminal, it may hold one; SecPKCS12Import would say errSecParam.
+            guard !password.withUnsafeBytes({ $0.contains(0) }) else {
+                throw fail("\(path): the passphrase contains a NUL byte, which a PKCS#12 passphrase cannot hold")
+            }
             // kSecImportExportPassphrase as CFData (a latchkey extension) so it can be wiped after.
             let bytes = password.dataCopy()
             defer { bytes.wipe() }
@@ -196,11 +200,11 @@ struct ImportDecoder {
         }
         var status: OSStatus
         if passphrase.isGiven {
-            status = attempt(try input { () throws(InputFailure) in try passphrase.toOpen(path) })
+            status = try attempt(try input { () throws(InputFailure) in try passphrase.toOpen(path) })
         } else {
-            status = attempt(SecretBytes(count: 0))
+            status = try attempt(SecretBytes(count: 0))
             if status == errSecAuthFailed {
-                status = attempt(try input { () throws(InputFailure) in try passphrase.toOpen(path) })
+                status = try attempt(try input { () throws(InputFailure) in try passphrase.toOpen(path) })
             }
         }
         if probing && status == errSecDecode { return nil }

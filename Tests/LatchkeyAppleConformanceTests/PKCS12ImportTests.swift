@@ -100,6 +100,58 @@ final class PKCS12ImportTests: ConformanceTestCase {
         }
     }
 
+    // latchkey: PKCS#12's empty password has two forms, absent (no password bytes in the key derivation) and the
+    // empty BMPString (its two zero bytes); files without a MAC are written in both (Resources/README.md), and
+    // an empty passphrase (or none) opens either, whatever the cipher. A wrong non-empty passphrase on such a
+    // file is still refused as a file without a MAC opened with a passphrase, not as a wrong passphrase.
+    func testEmptyPassphraseOpensFilesWithoutAMACInBothForms() throws {
+        for file in [
+            "empty-rc2-40-3des", "empty-3des", "empty-aes", "absent-rc2-40-3des", "absent-3des",
+        ] {
+            let path = "empty-passphrase/\(file).p12"
+            for passphrase in ["", nil] {
+                let (status, items) = try importFile(path, passphrase)
+                XCTAssertEqual(
+                    status, errSecSuccess,
+                    "\(file), \(passphrase ?? "none"): \(LatchkeyDiagnostics.lastErrorDetail ?? "")")
+                guard status == errSecSuccess else { continue }
+                let (_, key, certificate) = try identity(items)
+                XCTAssertEqual(items.first?[kSecImportItemLabel as String] as? String, file)
+                XCTAssertEqual(
+                    SecCertificateCopySubjectSummary(certificate) as String?, "Latchkey Empty Passphrase PKCS12 Test")
+                var error: Unmanaged<CFError>?
+                let signature = try XCTUnwrap(
+                    SecKeyCreateSignature(key, .rsaSignatureMessagePKCS1v15SHA256, Data("m".utf8) as CFData, &error))
+                XCTAssertTrue(
+                    SecKeyVerifySignature(
+                        try XCTUnwrap(SecKeyCopyPublicKey(key)), .rsaSignatureMessagePKCS1v15SHA256,
+                        Data("m".utf8) as CFData, signature, &error))
+            }
+            let (status, items) = try importFile(path, "wrong")
+            XCTAssertEqual(status, errSecDecode, file)
+            XCTAssertTrue(items.isEmpty)
+            let detail = LatchkeyDiagnostics.lastErrorDetail ?? ""
+            XCTAssertTrue(detail.contains("without an integrity MAC"), detail)
+        }
+    }
+
+    // latchkey: a passphrase holding a NUL is refused (errSecParam), as a string or as data, rather than cut
+    // at the NUL: OpenSSL takes the passphrase as a C string, so "legacy\0x" would open a file whose passphrase
+    // is "legacy".
+    func testPassphraseWithANULIsAParameterError() throws {
+        let data = try resource("legacy/rc2-40-3des.p12") as CFData
+        for passphrase: Any in ["legacy\u{0}x", Data("legacy\u{0}x".utf8), "\u{0}", Data([0])] {
+            var items: CFArray?
+            XCTAssertEqual(
+                SecPKCS12Import(data, [kSecImportExportPassphrase: passphrase] as NSDictionary, &items), errSecParam,
+                "\(passphrase)")
+            XCTAssertNil(items)
+            let detail = LatchkeyDiagnostics.lastErrorDetail ?? ""
+            XCTAssertTrue(detail.contains("NUL"), detail)
+        }
+        XCTAssertEqual(try importFile("legacy/rc2-40-3des.p12", "legacy").0, errSecSuccess)
+    }
+
     // latchkey: a file whose passphrase is right (its MAC verifies) but whose cipher no OpenSSL provider can
     // read is reported as undecodable, as Apple's p12 decoder reports it (p12_decodeErr: errSecDecode), never
     // as a wrong passphrase.

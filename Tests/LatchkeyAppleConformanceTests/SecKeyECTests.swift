@@ -12,8 +12,6 @@ import XCTest
 /// Not ported, and why:
 /// - the P-192 and P-224 runs (testkeygen(192), testkeygen2(224), testkeyexchange(192), …): latchkey's keys
 ///   are P-256, P-384 and P-521 (README, differences); the tests that ran at 192 bits run at 256.
-/// - kSecKeyAlgorithmECDSASignatureDigestRFC4754 and its SHA-x variants (in testsupportedalgos and
-///   testsignverify): not implemented; kSecKeyAlgorithmECDSASignatureRFC4754 is (README, differences).
 /// - testkeywrap: `_SecKeyCopyWrapKey` / `_SecKeyCopyUnwrapKey` (RFC 6637 PGP key wrapping) are SPI.
 /// - testsupportedalgos' "privKey doesn't support verify" and testsignverify's "SecKeyVerifySignature fails
 ///   with the private key": latchkey verifies with a private key's public half (README, differences).
@@ -170,7 +168,9 @@ final class SecKeyECTests: ConformanceTestCase {
     func testSupportedAlgorithms() throws {
         let (privateKey, publicKey) = try generatePair(kSecAttrKeyTypeEC, 256, [kSecAttrIsPermanent: false])
         let sign: [SecKeyAlgorithm] = [
-            .ecdsaSignatureRFC4754, .ecdsaSignatureDigestX962, .ecdsaSignatureDigestX962SHA1,
+            .ecdsaSignatureRFC4754, .ecdsaSignatureDigestRFC4754, .ecdsaSignatureDigestRFC4754SHA1,
+            .ecdsaSignatureDigestRFC4754SHA224, .ecdsaSignatureDigestRFC4754SHA256, .ecdsaSignatureDigestRFC4754SHA384,
+            .ecdsaSignatureDigestRFC4754SHA512, .ecdsaSignatureDigestX962, .ecdsaSignatureDigestX962SHA1,
             .ecdsaSignatureDigestX962SHA224, .ecdsaSignatureDigestX962SHA256, .ecdsaSignatureDigestX962SHA384,
             .ecdsaSignatureDigestX962SHA512, .ecdsaSignatureMessageX962SHA1, .ecdsaSignatureMessageX962SHA224,
             .ecdsaSignatureMessageX962SHA256, .ecdsaSignatureMessageX962SHA384, .ecdsaSignatureMessageX962SHA512,
@@ -240,13 +240,13 @@ final class SecKeyECTests: ConformanceTestCase {
         let (privateKey, publicKey) = try generatePair(kSecAttrKeyTypeEC, 256, [kSecAttrIsPermanent: false])
         let testData = Data("test".utf8)
         let algorithms: [(SecKeyAlgorithm, Bool)] = [  // algorithm, input is a SHA-256 digest
-            (.ecdsaSignatureRFC4754, true), (.ecdsaSignatureDigestX962, true),
+            (.ecdsaSignatureRFC4754, true), (.ecdsaSignatureDigestRFC4754, true), (.ecdsaSignatureDigestX962, true),
             (.ecdsaSignatureMessageX962SHA1, false), (.ecdsaSignatureMessageX962SHA224, false),
             (.ecdsaSignatureMessageX962SHA256, false), (.ecdsaSignatureMessageX962SHA384, false),
             (.ecdsaSignatureMessageX962SHA512, false),
         ]
         for (index, (algorithm, digested)) in algorithms.enumerated() {
-            let incompatible: SecKeyAlgorithm = index < 1 ? .ecdsaSignatureDigestX962 : .ecdsaSignatureRFC4754
+            let incompatible: SecKeyAlgorithm = index < 2 ? .ecdsaSignatureDigestX962 : .ecdsaSignatureDigestRFC4754
             let dataToSign = digested ? try digest(.sha256, testData) : testData
             XCTAssertNil(sign(publicKey, algorithm, dataToSign), "SecKeyCreateSignature with pub key \(algorithm)")
             let signature = try XCTUnwrap(sign(privateKey, algorithm, dataToSign), "SecKeyCreateSignature \(algorithm)")
@@ -259,5 +259,71 @@ final class SecKeyECTests: ConformanceTestCase {
             modifiedData[0] ^= 0xff
             XCTAssertFalse(verify(publicKey, algorithm, modifiedData, signature), "bad data \(algorithm)")
         }
+    }
+
+    // latchkey: the RFC 4754 algorithms with a key the agent holds (a permanent one, read back from the keychain),
+    // for each curve and hash: `r ‖ s`, each half the curve's byte size, verified by the public key under each
+    // RFC 4754 name that fits, and as the X9.62 signature it converts to.
+    func testRFC4754AlgorithmsWithAKeyTheAgentHolds() throws {
+        let message = Data("rfc 4754".utf8)
+        let hashes: [(DigestAlgorithm, SecKeyAlgorithm, SecKeyAlgorithm, SecKeyAlgorithm)] = [
+            (.sha1, .ecdsaSignatureMessageRFC4754SHA1, .ecdsaSignatureDigestRFC4754SHA1, .ecdsaSignatureDigestX962SHA1),
+            (
+                .sha224, .ecdsaSignatureMessageRFC4754SHA224, .ecdsaSignatureDigestRFC4754SHA224,
+                .ecdsaSignatureDigestX962SHA224
+            ),
+            (
+                .sha256, .ecdsaSignatureMessageRFC4754SHA256, .ecdsaSignatureDigestRFC4754SHA256,
+                .ecdsaSignatureDigestX962SHA256
+            ),
+            (
+                .sha384, .ecdsaSignatureMessageRFC4754SHA384, .ecdsaSignatureDigestRFC4754SHA384,
+                .ecdsaSignatureDigestX962SHA384
+            ),
+            (
+                .sha512, .ecdsaSignatureMessageRFC4754SHA512, .ecdsaSignatureDigestRFC4754SHA512,
+                .ecdsaSignatureDigestX962SHA512
+            ),
+        ]
+        for (bits, width) in [(256, 32), (384, 48), (521, 66)] {
+            let label = "rfc4754-\(bits)"
+            let (_, publicKey) = try generatePair(
+                kSecAttrKeyTypeEC, bits,
+                [kSecAttrIsPermanent: true, kSecPrivateKeyAttrs: [kSecAttrLabel: label] as NSDictionary])
+            let (status, item) = copy([
+                kSecClass: kSecClassKey, kSecAttrLabel: label, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                kSecReturnRef: true,
+            ])
+            XCTAssertEqual(status, errSecSuccess)
+            let privateKey = try XCTUnwrap(item as? SecKey)
+            for (hash, messageAlgorithm, digestAlgorithm, x962) in hashes {
+                let digest = try self.digest(hash, message)
+                for (algorithm, input) in [
+                    (messageAlgorithm, message), (digestAlgorithm, digest), (.ecdsaSignatureDigestRFC4754, digest),
+                ] {
+                    let what = "P-\(bits) \(algorithm)"
+                    XCTAssertTrue(SecKeyIsAlgorithmSupported(privateKey, .sign, algorithm), what)
+                    let signature = try XCTUnwrap(sign(privateKey, algorithm, input), what)
+                    XCTAssertEqual(signature.count, 2 * width, what)
+                    XCTAssertTrue(verify(publicKey, messageAlgorithm, message, signature), what)
+                    XCTAssertTrue(verify(publicKey, digestAlgorithm, digest, signature), what)
+                    XCTAssertTrue(verify(publicKey, .ecdsaSignatureRFC4754, digest, signature), what)
+                    XCTAssertTrue(verify(publicKey, x962, digest, Self.x962(signature, width)), what)
+                    XCTAssertFalse(verify(publicKey, x962, digest, signature), what)
+                }
+                XCTAssertNil(sign(privateKey, digestAlgorithm, digest + [0]), "bad digest size")
+            }
+        }
+    }
+
+    /// The DER `Ecdsa-Sig-Value` of an `r ‖ s` signature with halves of `width` bytes.
+    private static func x962(_ raw: Data, _ width: Int) -> Data {
+        func integer(_ half: Data) -> [UInt8] {
+            var bytes = Array(half.drop { $0 == 0 })
+            if bytes.isEmpty || bytes[0] & 0x80 != 0 { bytes.insert(0, at: 0) }
+            return [0x02, UInt8(bytes.count)] + bytes
+        }
+        let body = integer(raw.prefix(width)) + integer(raw.suffix(width))
+        return Data([0x30] + (body.count < 0x80 ? [UInt8(body.count)] : [0x81, UInt8(body.count)]) + body)
     }
 }

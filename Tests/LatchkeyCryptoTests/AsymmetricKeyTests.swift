@@ -197,9 +197,15 @@ final class AsymmetricKeyTests: XCTestCase {
             "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM-KDFIV")
         XCTAssertEqual(
             KeyExchangeAlgorithm.ecdhKeyExchangeStandardX963SHA256.rawValue, "algid:keyexchange:ECDH:KDFX963:SHA256")
-        XCTAssertEqual(SignatureAlgorithm.allCases.count, 34)
+        XCTAssertEqual(
+            SignatureAlgorithm.ecdsaSignatureDigestRFC4754SHA384.rawValue, "algid:sign:ECDSA:digest-RFC4754:SHA384")
+        XCTAssertEqual(
+            SignatureAlgorithm.ecdsaSignatureMessageRFC4754SHA1.rawValue, "algid:sign:ECDSA:message-RFC4754:SHA1")
+        // RSA (22), ECDSA X9.62 (11) and RFC 4754 (12): Apple's RSA and ECDSA ones but the two MD5 ones and
+        // the SPI "algid:sign:RSA:raw-cc" (SecKeyAdaptors.m).
+        XCTAssertEqual(SignatureAlgorithm.allCases.count, 45)
         XCTAssertEqual(EncryptionAlgorithm.allCases.count, 30)
-        XCTAssertEqual(Set(SignatureAlgorithm.allCases.map(\.rawValue)).count, 34)
+        XCTAssertEqual(Set(SignatureAlgorithm.allCases.map(\.rawValue)).count, 45)
         for algorithm in SignatureAlgorithm.allCases where algorithm.rawValue.contains("SHA") {
             XCTAssertNotNil(algorithm.digest, algorithm.rawValue)
         }

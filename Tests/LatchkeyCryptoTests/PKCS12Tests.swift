@@ -100,6 +100,33 @@ final class PKCS12Tests: XCTestCase {
         XCTAssertNotNil(try PKCS12.parse(der: workspace.read("empty.p12"), password: SecretBytes(count: 0)).key)
     }
 
+    /// OpenSSL's PKCS#12 calls take the passphrase as a C string: one holding a NUL would be cut there ("ab\0cd"
+    /// would open and write files whose passphrase is "ab"), so it is refused for reading and for writing.
+    func testPassphraseWithANULIsRefused() throws {
+        let workspace = try OpenSSLWorkspace()
+        try makeChain(workspace, keyAlgorithm: ["ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+        try workspace.run([
+            "pkcs12", "-export", "-inkey", "leaf.key", "-in", "leaf.pem", "-passout", "pass:ab", "-out", "ab.p12",
+        ])
+        let file = try workspace.read("ab.p12")
+        XCTAssertNotNil(try PKCS12.parse(der: file, password: SecretBytes(copying: Array("ab".utf8))).key)
+        for cut in [Array("ab\u{0}cd".utf8), Array("ab\u{0}".utf8), [0]] {
+            XCTAssertThrowsError(try PKCS12.parse(der: file, password: SecretBytes(copying: cut)), "\(cut)") {
+                guard case .invalidInput(let why)? = $0 as? CryptoError else { return XCTFail("\($0)") }
+                XCTAssertTrue(why.contains("NUL"), why)
+            }
+        }
+        let key = try AsymmetricKey(pem: SecretBytes(copying: workspace.read("leaf.key")))
+        XCTAssertThrowsError(
+            try PKCS12.make(
+                key: key, certificate: certificate(workspace, "leaf.pem"),
+                password: SecretBytes(copying: Array("ab\u{0}cd".utf8)))
+        ) {
+            guard case .invalidInput(let why)? = $0 as? CryptoError else { return XCTFail("\($0)") }
+            XCTAssertTrue(why.contains("NUL"), why)
+        }
+    }
+
     func testExportIsReadByOpenSSL() throws {
         let workspace = try OpenSSLWorkspace()
         try makeChain(workspace, keyAlgorithm: ["rsa:2048"])

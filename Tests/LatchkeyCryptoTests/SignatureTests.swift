@@ -91,6 +91,78 @@ final class SignatureTests: XCTestCase {
         }
     }
 
+    /// Apple's RFC 4754 algorithms with a named hash, by their string values in Security's
+    /// OSX/sec/Security/SecKeyAdaptors.m: the message ones hash and run the digest one, which checks the
+    /// digest's length and signs as X9.62 over it, converting to `r ‖ s`; `digest-RFC4754` takes a digest
+    /// of any length. For every curve and hash the three round trip and verify one another's signatures,
+    /// each half is the curve's byte size (for P-521, 66 bytes whose first is 0 or 1: left-padded), and the
+    /// same signature converted to DER (here, independently of the library) verifies as X9.62, as an X9.62
+    /// signature of the same key converted to `r ‖ s` verifies as RFC 4754.
+    func testRFC4754AlgorithmsForEveryCurveAndHash() throws {
+        func algorithm(_ name: String) throws -> SignatureAlgorithm {
+            try XCTUnwrap(SignatureAlgorithm(rawValue: name), name)
+        }
+        let anyDigest = try algorithm("algid:sign:ECDSA:digest-RFC4754")
+        let hashes: [(String, DigestAlgorithm)] = [
+            ("SHA1", .sha1), ("SHA224", .sha224), ("SHA256", .sha256), ("SHA384", .sha384), ("SHA512", .sha512),
+        ]
+        for key in TestKeys.ecKeys {
+            let publicKey = try key.publicKey()
+            let width = try XCTUnwrap([256: 32, 384: 48, 521: 66][key.sizeInBits])
+            for (name, hash) in hashes {
+                let messageAlgorithm = try algorithm("algid:sign:ECDSA:message-RFC4754:\(name)")
+                let digestAlgorithm = try algorithm("algid:sign:ECDSA:digest-RFC4754:\(name)")
+                let x962 = try algorithm("algid:sign:ECDSA:digest-X962:\(name)")
+                let digest = try hash.hash(message)
+                let what = "P-\(key.sizeInBits) \(name)"
+                for (signer, input) in [(messageAlgorithm, message), (digestAlgorithm, digest), (anyDigest, digest)] {
+                    let raw = try key.sign(signer, input)
+                    XCTAssertEqual(raw.count, 2 * width, what)
+                    if key.sizeInBits == 521 { XCTAssertTrue(raw[0] <= 1 && raw[width] <= 1, what) }
+                    XCTAssertTrue(try publicKey.verify(messageAlgorithm, message, signature: raw), what)
+                    XCTAssertTrue(try publicKey.verify(digestAlgorithm, digest, signature: raw), what)
+                    XCTAssertTrue(try publicKey.verify(anyDigest, digest, signature: raw), what)
+                    XCTAssertTrue(try publicKey.verify(x962, digest, signature: Self.der(raw, width)), what)
+                    XCTAssertFalse(try publicKey.verify(messageAlgorithm, message + [0], signature: raw), what)
+                    XCTAssertFalse(
+                        try publicKey.verify(messageAlgorithm, message, signature: Array(raw.dropLast())), what)
+                    XCTAssertFalse(try publicKey.verify(messageAlgorithm, message, signature: [0] + raw), what)
+                }
+                let der = try key.sign(x962, digest)
+                XCTAssertTrue(try publicKey.verify(digestAlgorithm, digest, signature: Self.raw(der, width)), what)
+                XCTAssertFalse(try publicKey.verify(digestAlgorithm, digest, signature: der), "DER is not r ‖ s")
+                XCTAssertThrowsError(try key.sign(digestAlgorithm, digest + [0]), "bad digest size") {
+                    guard case .invalidInput = $0 as? CryptoError else { return XCTFail("\($0)") }
+                }
+                XCTAssertThrowsError(try publicKey.sign(messageAlgorithm, message), "a public key does not sign")
+            }
+        }
+    }
+
+    /// DER `Ecdsa-Sig-Value` from `r ‖ s`, written here rather than with the library's converter.
+    private static func der(_ raw: [UInt8], _ width: Int) -> [UInt8] {
+        func integer(_ half: ArraySlice<UInt8>) -> [UInt8] {
+            var bytes = Array(half.drop { $0 == 0 })
+            if bytes.isEmpty || bytes[0] & 0x80 != 0 { bytes.insert(0, at: 0) }
+            return [0x02, UInt8(bytes.count)] + bytes
+        }
+        let body = integer(raw.prefix(width)) + integer(raw.suffix(width))
+        return [0x30] + (body.count < 0x80 ? [UInt8(body.count)] : [0x81, UInt8(body.count)]) + body
+    }
+
+    /// `r ‖ s`, each left-padded to `width`, from a DER `Ecdsa-Sig-Value`.
+    private static func raw(_ der: [UInt8], _ width: Int) -> [UInt8] {
+        var index = der[1] & 0x80 == 0 ? 2 : 2 + Int(der[1] & 0x7f)
+        var out: [UInt8] = []
+        for _ in 0..<2 {
+            let length = Int(der[index + 1])
+            let value = Array(der[(index + 2)..<(index + 2 + length)].drop { $0 == 0 })
+            out += [UInt8](repeating: 0, count: width - value.count) + value
+            index += 2 + length
+        }
+        return out
+    }
+
     func testRSAPKCS1v15AndPSSInteroperateWithOpenSSL() throws {
         let workspace = try OpenSSLWorkspace()
         try workspace.write("message", message)

@@ -175,6 +175,27 @@ final class CLIKeyTests: AgentTestCase {
         XCTAssertTrue(opened.contains("subject=CN = Test CA"), opened)
     }
 
+    /// A passphrase read from standard input may hold a NUL byte, which a PKCS#12 passphrase cannot (OpenSSL
+    /// would stop at it): import and export refuse it with a message that says so, and add or write nothing.
+    func testPKCS12PassphraseWithANULIsRefused() throws {
+        try createKeychain()
+        let p12 = try makePKCS12(passphrase: "p12 secret")
+        var r = try cli(["import", p12.path, "--passphrase-stdin"], input: "p12 secret\u{0}junk\n")
+        XCTAssertEqual(r.status, 1, r.out)
+        XCTAssertTrue(r.err.contains("NUL"), r.err)
+        XCTAssertEqual(try cli(["find-certificate", "-a"]).status, 44, "nothing was added")
+
+        r = try cli(["import", p12.path, "--passphrase-stdin"], input: "p12 secret\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        let exported = "\(work)/nul.p12"
+        r = try cli(
+            ["export", "--type", "identities", "-c", "Leaf", "-o", exported, "--passphrase-stdin"],
+            input: "ab\u{0}cd\n")
+        XCTAssertEqual(r.status, 1, r.out)
+        XCTAssertTrue(r.err.contains("NUL"), r.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: exported), "nothing was written")
+    }
+
     // MARK: - Export
 
     /// Everything export writes is read back by openssl and is what went in.

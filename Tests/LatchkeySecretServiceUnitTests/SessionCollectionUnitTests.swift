@@ -99,4 +99,90 @@ final class SessionCollectionUnitTests: XCTestCase {
         XCTAssertEqual((refused as? BusError)?.name, "org.freedesktop.DBus.Error.LimitsExceeded")
         XCTAssertLessThanOrEqual(collection.items.reduce(0) { $0 + $1.size }, SessionCollection.maxBytes)
     }
+
+    /// The byte cap bounds what the items take in the agent's memory, not only their payload. Many small
+    /// items, each with 256 attributes whose names and values just miss Swift's 15-byte inline strings (a
+    /// heap block each, and a 32-byte pair), fill the collection (LimitsExceeded) before the memory they
+    /// took (resident pages, measured after malloc_trim returned the free ones) passes the cap by more
+    /// than malloc's fragmentation; so do items with 256 inline attributes, and empty items. Real items
+    /// (a label, a few attributes, a short secret) still fit by the item cap, 4,096 of them.
+    func testCapBoundsWhatItemsTakeInMemory() throws {
+        let (kc, _) = try makeKeychain()
+        let ss = kc.secretService
+        func padded(_ prefix: String, _ n: Int, _ width: Int) -> String {
+            let digits = String(n)
+            return prefix + String(repeating: "0", count: max(0, width - prefix.utf8.count - digits.utf8.count))
+                + digits
+        }
+        let shapes: [(String, (Int) -> SecretAttributes)] = [
+            (
+                "256 attributes of 16 bytes",
+                { item in
+                    self.attrs((0..<256).map { (padded("name-", $0, 16), padded("v\(item)-", $0, 16)) })
+                }
+            ),
+            ("256 inline attributes", { item in self.attrs((0..<256).map { ("\($0)", "\(item)") }) }),
+            ("no attributes", { _ in SecretAttributes() }),
+        ]
+        for (shape, attributes) in shapes {
+            let collection = try SessionCollection()
+            let before = try residentBytes()
+            var made = 0
+            var refusal: Error?
+            while refusal == nil && made <= SessionCollection.maxItems {
+                do {
+                    _ = try collection.create(
+                        label: "", attributes: attributes(made), secret: text(""), replace: false, ss)
+                    made += 1
+                } catch {
+                    refusal = error
+                }
+            }
+            XCTAssertEqual((refusal as? BusError)?.name, "org.freedesktop.DBus.Error.LimitsExceeded", shape)
+            let grown = try withExtendedLifetime(collection) { try residentBytes() - before }
+            // Under ThreadSanitizer (scripts/test-tsan) its allocator and shadow memory are resident too.
+            guard dlsym(nil, "__tsan_init") == nil, dlsym(nil, "__asan_init") == nil else { continue }
+            // What the items hold is within the cap (measured: 16.8 MB counted for 16 MiB of blocks, 18.5 MB
+            // resident with the holes malloc keeps between them: the test's own temporaries, freed, were
+            // there); before the cap counted all of it, the first shape took 96 MiB, the second 33.
+            XCTAssertLessThanOrEqual(
+                grown, SessionCollection.maxBytes + SessionCollection.maxBytes / 4,
+                "\(shape): \(made) items took \(grown) bytes")
+            if shape.hasPrefix("256 attributes") {
+                // The measure sees the items: at least their strings' bytes.
+                XCTAssertGreaterThanOrEqual(grown, made * 512 * 16, "\(shape): \(made) items took \(grown) bytes")
+            }
+        }
+
+        let collection = try SessionCollection()
+        let secret = SecretServiceSecret(
+            value: Array("correct horse battery staple 123".utf8), contentType: "text/plain")
+        for n in 0..<SessionCollection.maxItems {
+            let attributes = attrs([
+                ("xdg:schema", "org.gnome.keyring.NetworkPassword"), ("user", "user\(n)@example.com"),
+                ("server", "imap\(n).example.com"), ("protocol", "imap"), ("port", "993"),
+            ])
+            XCTAssertNoThrow(
+                try collection.create(
+                    label: "Password for user\(n)@example.com on imap\(n).example.com", attributes: attributes,
+                    secret: secret, replace: false, ss), "item \(n)")
+        }
+        XCTAssertThrowsError(
+            try collection.create(label: "one more", attributes: attrs([]), secret: secret, replace: false, ss)
+        ) {
+            XCTAssertEqual(($0 as? BusError)?.name, "org.freedesktop.DBus.Error.LimitsExceeded")
+            XCTAssertTrue("\($0)".contains("items"), "\($0)")
+        }
+    }
+
+    /// This process's resident memory, after returning malloc's free pages to the system, so that what
+    /// a test allocates next shows as growth even where it reuses memory freed before.
+    private func residentBytes() throws -> Int {
+        // glibc's `int malloc_trim(size_t)`, which <malloc.h> declares and Swift's Glibc module does not import.
+        if let trim = dlsym(nil, "malloc_trim") {
+            _ = unsafeBitCast(trim, to: (@convention(c) (UInt) -> Int32).self)(0)
+        }
+        let statm = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ")
+        return try XCTUnwrap(Int(statm[1])) * sysconf(Int32(_SC_PAGESIZE))
+    }
 }
