@@ -1,3 +1,4 @@
+import LatchkeyApplications
 import LatchkeyEngine
 import LatchkeySystem
 
@@ -10,6 +11,11 @@ struct Connection: Sendable {
     let fd: Int32
     let caller: Caller
     let peer: PeerClass
+    /// Who connected, as the kernel and /proc said at `accept` (`CallerIdentification`); a request
+    /// carries it only as far as `standing` allows (`standing.identity(for: identity)`).
+    let identity: CallerIdentity
+    /// How far the requests on the connection are the identified process's; moves on as they come.
+    var standing: IdentityStanding
     /// When its last request ended, or when it was accepted: where its idle time starts.
     var idleSince: ContinuousClock.Instant
 }

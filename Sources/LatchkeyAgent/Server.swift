@@ -1,4 +1,5 @@
 import CLatchkeySystem
+import LatchkeyApplications
 import LatchkeyCodec
 import LatchkeyEngine
 import LatchkeyModel
@@ -81,10 +82,17 @@ package final class AgentServer: @unchecked Sendable {
             close(fd)
             return
         }
-        let caller = Caller(uid: peer.uid, pid: peer.pid, executable: peer.executable)
+        // The user's own processes are identified (root, pam_latchkey, only hands off keys, and a
+        // process of another uid is not the agent's to read).
+        let (identity, standing) =
+            peer.uid == getuid()
+            ? CallerIdentification.identify(connection: fd, pid: peer.pid, uid: peer.uid)
+            : (CallerIdentification.unidentified(uid: peer.uid, pid: peer.pid, "not the user's process"), .refused)
+        let caller = Caller(uid: peer.uid, pid: peer.pid, executable: identity.executable?.path ?? peer.executable)
         poller.admit(
             Connection(
-                fd: fd, caller: caller, peer: peer.uid == getuid() ? .user : .root, idleSince: .now))
+                fd: fd, caller: caller, peer: peer.uid == getuid() ? .user : .root, identity: identity,
+                standing: standing, idleSince: .now))
     }
 
     /// Removes the socket file if this process created it and the path still names it (on a clean
@@ -102,7 +110,7 @@ package final class AgentServer: @unchecked Sendable {
             case .quiet:
                 return .parked(idle)
             case .starting:
-                if !serveRequest(fd: connection.fd, caller: connection.caller) {
+                if !serveRequest(fd: connection.fd, caller: connection.caller, standing: &idle.standing) {
                     close(connection.fd)
                     return .closed(connection.peer)
                 }
@@ -112,9 +120,12 @@ package final class AgentServer: @unchecked Sendable {
     }
 
     /// Serves one request: reads it (the client has `frameCompletionTimeout` to send it whole), answers
-    /// it, and returns whether the connection stays open.
-    private func serveRequest(fd: Int32, caller: Caller) -> Bool {
+    /// it, and returns whether the connection stays open. `standing` moves on with what the request's
+    /// bytes say (`IdentityStanding`); the request carries the connection's identity as far as
+    /// `standing.identity(for:)` says.
+    private func serveRequest(fd: Int32, caller: Caller, standing: inout IdentityStanding) -> Bool {
         var payload: [UInt8]
+        standing.beforeReading(connection: fd, pid: caller.pid)
         do {
             payload = try FrameIO.readFrame(
                 from: fd, maxLength: Wire.maxRequestFrame, deadline: .now + AgentServer.frameCompletionTimeout)
@@ -122,6 +133,7 @@ package final class AgentServer: @unchecked Sendable {
             if error != .closed { AgentLog.info("closing connection from pid \(caller.pid): \(error)") }
             return false
         }
+        standing.afterReading(connection: fd)
         var response = Response(status: SecStatus.internalComponent, value: nil, message: nil)
         var decoded: Request?
         defer {
