@@ -107,8 +107,8 @@ let package = Package(
             name: "LatchkeySecretService",
             dependencies: [
                 "LatchkeyDBus", "LatchkeySystem", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel",
-                "LatchkeySecrets", .product(name: "Logging", package: "swift-log"),
-                systemPackage,
+                "LatchkeySecrets", "LatchkeyApplications", "CLatchkeySystem",
+                .product(name: "Logging", package: "swift-log"), systemPackage,
             ]),
         // The agent's swift-log backend: its one-line format and the size cap on agent.log. Libraries take a
         // Logger; only latchkeyd bootstraps this handler.
