@@ -161,6 +161,88 @@ final class CallerIdentificationTests: XCTestCase {
         XCTAssertEqual(deleted.doubts, [.replacedExecutable])
     }
 
+    /// A bus client known by its pid alone: a process that started after the call reached the agent
+    /// cannot have made it (its pid was reused), and names nothing.
+    func testAProcessThatStartedAfterTheCallIsNotTheCaller() throws {
+        let client = try ScriptedClient(python: Self.connectAndWait, [peers.path])
+        defer { withExtendedLifetime(client) {} }
+        let connection = try XCTUnwrap(peers.acceptNext())
+        defer { close(connection) }
+        client.expect("connected")
+        guard case .running(let process) = PeerProcess.of(connection: connection, pid: client.pid) else {
+            return XCTFail("the client is not followed")
+        }
+        let now = ProcessInspection.identify(
+            pid: client.pid, pidfd: process.descriptor, uid: getuid(), startedBy: ProcessInspection.ticksSinceBoot())
+        XCTAssertEqual(now.doubts, [])
+        XCTAssertEqual(now.executable?.path, Self.python)
+        let before = ProcessInspection.identify(pid: client.pid, pidfd: process.descriptor, uid: getuid(), startedBy: 0)
+        XCTAssertNil(before.executable)
+        guard case .unreadable = before.doubts.first else { return XCTFail("\(before.doubts)") }
+        // Nor is a process of another uid the one the bus named.
+        let otherUser = ProcessInspection.identify(pid: client.pid, pidfd: process.descriptor, uid: getuid() &+ 1)
+        XCTAssertNil(otherUser.executable)
+    }
+
+    /// A process that exits while it is read names nothing, whatever its pid names afterwards.
+    func testAProcessThatHasExitedNamesNothing() throws {
+        let client = try ScriptedClient(python: Self.connectAndWait, [peers.path])
+        defer { withExtendedLifetime(client) {} }
+        let connection = try XCTUnwrap(peers.acceptNext())
+        defer { close(connection) }
+        client.expect("connected")
+        guard case .running(let process) = PeerProcess.of(connection: connection, pid: client.pid) else {
+            return XCTFail("the client is not followed")
+        }
+        kill(client.pid, SIGKILL)
+        XCTAssertTrue(PeerSocket.within(5) { process.hasExited })
+        let identity = ProcessInspection.identify(pid: client.pid, pidfd: process.descriptor, uid: getuid())
+        XCTAssertNil(identity.executable)
+        guard case .unreadable = identity.doubts.last else { return XCTFail("\(identity.doubts)") }
+    }
+
+    /// The reason for the pidfd: the caller exits, its pid goes to another program, and the agent reads
+    /// /proc/PID. The reads describe the newcomer, and only the caller's pidfd, which says it exited,
+    /// keeps them from becoming the caller's identity. (Forks until the pid comes round again: a few
+    /// seconds with Linux's default pid_max; skipped when another process takes it first.)
+    func testAReusedPidLendsNoIdentity() throws {
+        let client = try ScriptedClient(python: Self.connectAndWait, [peers.path])
+        let connection = try XCTUnwrap(peers.acceptNext())
+        defer { close(connection) }
+        client.expect("connected")
+        guard case .running(let process) = PeerProcess.of(connection: connection, pid: client.pid) else {
+            return XCTFail("the client is not followed")
+        }
+        let target = client.pid
+        client.killAndReap()
+
+        let cycler = """
+            import os, sys
+            target = int(sys.argv[1])
+            limit = int(open("/proc/sys/kernel/pid_max").read()) * 2
+            for _ in range(limit):
+                pid = os.fork()
+                if pid == 0:
+                    if os.getpid() == target:
+                        os.execv("/usr/bin/sleep", ["sleep", "60"])
+                    os._exit(0)
+                if pid == target:
+                    print("reused", flush=True)
+                    sys.stdin.readline()
+                    sys.exit(0)
+                os.waitpid(pid, 0)
+            print("not reused", flush=True)
+            """
+        let reuser = try ScriptedClient(python: cycler, ["\(target)"])
+        defer { withExtendedLifetime(reuser) {} }
+        guard reuser.line(within: 120) == "reused" else { throw XCTSkip("pid \(target) was not given out again") }
+        XCTAssertTrue(ScriptedClient.waitUntil(target, runs: "/usr/bin/sleep"), "the newcomer runs another program")
+
+        let identity = ProcessInspection.identify(pid: target, pidfd: process.descriptor, uid: getuid())
+        XCTAssertNil(identity.executable, "the newcomer's executable became the caller's")
+        guard case .unreadable = identity.doubts.last else { return XCTFail("\(identity.doubts)") }
+    }
+
     /// What identification costs the accept thread per connection, printed for the record (no timed
     /// assertion: the machine may be loaded). The whole of it: SO_PASSCRED, the pidfd, the reads
     /// through /proc and the confirmation.

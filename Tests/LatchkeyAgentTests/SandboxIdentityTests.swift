@@ -17,9 +17,10 @@ final class SandboxIdentityTests: XCTestCase {
 
     /// Connects to argv[1], then gives itself a root at argv[2] holding a `.flatpak-info` (or, with
     /// "symlink", a symbolic link to argv[4]): in a mount namespace of its own with a tmpfs there
-    /// ("sandbox", what bubblewrap does), or by chroot alone in the host's mount namespace ("chroot").
+    /// ("sandbox", what bubblewrap does), or by chroot alone in the host's mount namespace ("chroot");
+    /// or ("userns") only enters a user namespace of its own.
     static let script = """
-        import ctypes, os, socket, sys
+        import ctypes, os, socket, sys, time
         libc = ctypes.CDLL(None, use_errno=True)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(sys.argv[1])
@@ -28,6 +29,11 @@ final class SandboxIdentityTests: XCTestCase {
             if result != 0:
                 print(what, "failed", ctypes.get_errno(), flush=True)
                 sys.exit(1)
+        if mode == "userns":
+            check(libc.unshare(0x10000000), "unshare")
+            print("ready", flush=True)
+            sys.stdin.readline()
+            sys.exit(0)
         if mode != "chroot":
             check(libc.unshare(0x00020000), "unshare")
             check(libc.mount(None, b"/", None, ctypes.c_ulong(0x4000 | 0x40000), None), "making mounts private")
@@ -39,6 +45,17 @@ final class SandboxIdentityTests: XCTestCase {
                 f.write(sys.argv[4])
         os.chroot(root)
         os.chdir("/")
+        if mode == "sandbox":
+            # A neighbour at the same root in a mount namespace of its own (see the first test).
+            r, w = os.pipe()
+            neighbour = os.fork()
+            if neighbour == 0:
+                check(libc.unshare(0x00020000), "unshare")
+                os.write(w, b"x")
+                time.sleep(600)
+                os._exit(0)
+            os.read(r, 1)
+            print("neighbour", neighbour, flush=True)
         print("ready", flush=True)
         sys.stdin.readline()
         """
@@ -49,6 +66,8 @@ final class SandboxIdentityTests: XCTestCase {
         let peers: PeerSocket
         let connection: Int32
         let identity: CallerIdentity
+        /// In "sandbox" mode: a process at the same root, in a mount namespace of its own.
+        let neighbour: pid_t?
     }
 
     private func sandboxed(_ mode: String, _ last: String) throws -> Sandboxed {
@@ -58,10 +77,17 @@ final class SandboxIdentityTests: XCTestCase {
         XCTAssertEqual(mkdir(root, 0o755), 0)
         let client = try ScriptedClient(python: Self.script, [peers.path, root, mode, last])
         let connection = try XCTUnwrap(peers.acceptNext())
-        client.expect("ready")
+        var neighbour: pid_t?
+        var said = client.line()
+        if let line = said, line.hasPrefix("neighbour ") {
+            neighbour = pid_t(line.dropFirst(10))
+            said = client.line()
+        }
+        XCTAssertEqual(said, "ready")
         let peer = try XCTUnwrap(PeerCredentials(fd: connection))
         let (identity, _) = CallerIdentification.identify(connection: connection, pid: peer.pid, uid: peer.uid)
-        return Sandboxed(client: client, peers: peers, connection: connection, identity: identity)
+        return Sandboxed(
+            client: client, peers: peers, connection: connection, identity: identity, neighbour: neighbour)
     }
 
     /// A process in a mount namespace of its own, at a root of its own holding `/.flatpak-info`: what
@@ -84,6 +110,16 @@ final class SandboxIdentityTests: XCTestCase {
             pid: identity.pid, pidfd: process.descriptor, uid: identity.uid, vantage: inside)
         XCTAssertNil(fromInside.flatpakID)
         XCTAssertEqual(fromInside.doubts, [], "inside, it is where the vantage is")
+
+        // Nor from a neighbour at the same root in a mount namespace of its own: a process that only
+        // unshared its mount namespace still sees the host's `/`, and a file root put there.
+        let neighbour = try XCTUnwrap(sandbox.neighbour.flatMap { Vantage(process: "\($0)") })
+        XCTAssertNotEqual(neighbour.mountNamespace, inside.mountNamespace)
+        XCTAssertEqual(neighbour.root, inside.root)
+        let fromNeighbour = ProcessInspection.identify(
+            pid: identity.pid, pidfd: process.descriptor, uid: identity.uid, vantage: neighbour)
+        XCTAssertNil(fromNeighbour.flatpakID)
+        XCTAssertEqual(fromNeighbour.doubts, [.otherNamespace("mnt")])
     }
 
     /// A root of its own in the host's mount namespace (chroot, which a user may do in a user namespace
@@ -93,6 +129,16 @@ final class SandboxIdentityTests: XCTestCase {
         defer { close(sandbox.connection) }
         XCTAssertNil(sandbox.identity.flatpakID)
         XCTAssertEqual(sandbox.identity.executable?.path, CallerIdentificationTests.python)
+    }
+
+    /// In a user namespace of its own a process may point /proc/PID/exe at any file it can open
+    /// (PR_SET_MM_EXE_FILE): its executable names nothing.
+    func testAProcessInAnotherUserNamespaceIsDoubted() throws {
+        let sandbox = try sandboxed("userns", "")
+        defer { close(sandbox.connection) }
+        XCTAssertEqual(sandbox.identity.doubts, [.otherNamespace("user")])
+        XCTAssertEqual(sandbox.identity.executable?.path, CallerIdentificationTests.python)
+        XCTAssertNil(sandbox.identity.flatpakID)
     }
 
     /// `/.flatpak-info` as a symbolic link to a good file elsewhere is not followed (an absolute target

@@ -14,6 +14,7 @@ final class ScriptedClient {
     private let input: Int32
     private let output: Int32
     private var buffered: [UInt8] = []
+    private var reaped = false
 
     /// Starts `executable` with `arguments` (argv[0] included) and `environment` (`NAME=value`).
     init(_ executable: String, _ arguments: [String], environment: [String] = ["PATH=/usr/bin:/bin"]) throws {
@@ -55,11 +56,17 @@ final class ScriptedClient {
     }
 
     deinit {
+        if !reaped { killAndReap() }
+        close(input)
+        close(output)
+    }
+
+    /// Kills the client (and its process group) and reaps it now: its pid is free for another process.
+    func killAndReap() {
         kill(-pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
-        close(input)
-        close(output)
+        reaped = true
     }
 
     /// Writes `line` and a newline to the client's standard input.
