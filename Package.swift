@@ -75,7 +75,8 @@ let package = Package(
         // Which application is calling and what it is entitled to (issue 12): the caller's identity as the
         // kernel vouches for it, and the application files (applications.d) that grant access groups.
         // Used by the agent (to give each connection its groups) and the CLI (`latchkey apps`).
-        .target(name: "LatchkeyApplications", dependencies: ["LatchkeySystem", systemPackage]),
+        // CLatchkeySystem for the pidfd a caller is confirmed through.
+        .target(name: "LatchkeyApplications", dependencies: ["LatchkeySystem", "CLatchkeySystem", systemPackage]),
         // The value encoding (SecValue <-> bytes, its caps): the protocol's values and the store's sealed
         // attributes (docs/PROTOCOL.md §3, docs/STORE.md). Pure, so both formats can share it.
         .target(name: "LatchkeyCodec", dependencies: ["LatchkeyModel"]),
@@ -106,8 +107,8 @@ let package = Package(
             name: "LatchkeySecretService",
             dependencies: [
                 "LatchkeyDBus", "LatchkeySystem", "LatchkeyEngine", "LatchkeyCrypto", "LatchkeyModel",
-                "LatchkeySecrets", .product(name: "Logging", package: "swift-log"),
-                systemPackage,
+                "LatchkeySecrets", "LatchkeyApplications", "CLatchkeySystem",
+                .product(name: "Logging", package: "swift-log"), systemPackage,
             ]),
         // The agent's swift-log backend: its one-line format and the size cap on agent.log. Libraries take a
         // Logger; only latchkeyd bootstraps this handler.
@@ -180,7 +181,7 @@ let package = Package(
             dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore", "LatchkeyEngineTestSupport"],
             resources: [.copy("Vectors")]),
         // The agent's pure logic (its lock schedule, with a fake clock); the agent as a process is tested end to end.
-        .testTarget(name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent"]),
+        .testTarget(name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent", "LatchkeyApplications"]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", dependencies: ["LatchkeyDBus"], path: "Tests/LatchkeyTestSupport"),
         .testTarget(

@@ -45,7 +45,8 @@ enum {
 	LINE_CAP = 8192 /* a line of /proc/PID/smaps: a path is at most PATH_MAX, escaped */
 };
 
-/* In one place: Sources/Latchkey/AgentLauncher.swift leaves the same out of an agent it starts. */
+/* The same list as Sources/LatchkeySystem/Environment.swift (codeVariables), with which the library
+ * leaves these out of an agent it starts and the agent refuses callers an application identity. */
 static const struct {
 	const char *entry, *why;
 } code_variables[] = {

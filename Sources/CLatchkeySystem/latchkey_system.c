@@ -2,6 +2,7 @@
 #include "latchkey_system.h"
 
 #include <stddef.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -160,4 +161,57 @@ long long latchkey_raise_descriptor_limit(unsigned long long wanted) {
         }
     }
     return limit.rlim_cur == RLIM_INFINITY ? (long long)(~0ULL >> 1) : (long long)limit.rlim_cur;
+}
+
+/* ---- Who is calling ---- */
+
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
+int latchkey_pidfd_open(int32_t pid) {
+    if (pid <= 0) {
+        errno = ESRCH;
+        return -1;
+    }
+    return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+}
+
+int latchkey_socket_unread(int fd) {
+    int unread = 0;
+    if (ioctl(fd, SIOCINQ, &unread) != 0) return -1;
+    return unread;
+}
+
+int latchkey_socket_pass_credentials(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+}
+
+int latchkey_socket_next_writer(int fd, int32_t *pid) {
+    char byte;
+    struct iovec vector = { .iov_base = &byte, .iov_len = 1 };
+    /* Room for the credentials alone: a descriptor sent with the byte (SCM_RIGHTS) finds none and is
+     * not installed here, even by a peek. */
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(sizeof(struct ucred))];
+    } control;
+    struct msghdr message = {
+        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.space, .msg_controllen = sizeof control.space
+    };
+    ssize_t got;
+    while ((got = recvmsg(fd, &message, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+    }
+    if (got <= 0) return (int)got;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_CREDENTIALS &&
+            header->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+            struct ucred credentials;
+            memcpy(&credentials, CMSG_DATA(header), sizeof credentials);
+            *pid = credentials.pid;
+            return 1;
+        }
+    }
+    errno = ENODATA;
+    return -1;
 }

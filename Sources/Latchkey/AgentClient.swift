@@ -62,7 +62,27 @@ final class AgentClient: Sendable {
         }
         var resends = 0
         while true {
-            if fd < 0, let failure = connectOrStart(&fd) { return failure }
+            if fd < 0 {
+                if let failure = connectOrStart(&fd) { return failure }
+                // The agent identifies a caller when it accepts the connection, and a request written
+                // before that carries no application identity (docs/PROTOCOL.md §1, "Who is calling"):
+                // one round trip first, so that every request of ours is written after it. The request
+                // itself is not sent yet, so whatever happens here, it never ran.
+                switch attempt(AgentClient.hello, on: fd) {
+                case .answered(let response) where response.status == SecStatus.success:
+                    break
+                case .answered(let response):  // "busy", say
+                    disconnect(&fd)
+                    return response
+                case .unread where resends < AgentClient.maximumResends:
+                    disconnect(&fd)
+                    resends += 1
+                    continue
+                case .unread(let why), .failed(let why):
+                    disconnect(&fd)
+                    return unavailable(why)
+                }
+            }
             switch attempt(payload, on: fd) {
             case .answered(let response):
                 return response
@@ -75,6 +95,9 @@ final class AgentClient: Sendable {
             }
         }
     }
+
+    /// The request a new connection starts with (`exchange`).
+    private static let hello = Request.hello.encode()
 
     private enum Attempt {
         /// The agent answered (any status).

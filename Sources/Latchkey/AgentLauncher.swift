@@ -87,11 +87,8 @@ enum AgentLauncher {
     /// loader's, glibc's iconv modules, OpenSSL's configuration and modules, the Swift runtime's crash
     /// handler). The agent needs none of them, and pam_latchkey hands no key to an agent started with
     /// one (pam/peer.c keeps the same list), so a shell that sets LD_LIBRARY_PATH does not leave the
-    /// keychain locked at every login.
-    static let codeVariables = [
-        "LD_PRELOAD=", "LD_LIBRARY_PATH=", "LD_AUDIT=", "GCONV_PATH=", "OPENSSL_CONF=", "OPENSSL_MODULES=",
-        "OPENSSL_ENGINES=", "SWIFT_BACKTRACE=",
-    ]
+    /// keychain locked at every login. The list is `Environment.codeVariables`.
+    static let codeVariables = Environment.codeVariables
 
     /// `$LATCHKEYD`, else `latchkeyd` next to the running executable, else the first on PATH.
     static func agentExecutable() -> String? {

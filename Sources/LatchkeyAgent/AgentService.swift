@@ -36,10 +36,11 @@ package final class AgentService: Sendable {
     }
 
     /// Answers one request. `peer` names the process at the other end of the connection (asked only
-    /// when a session opens, while that process still waits for the answer). `caller` is the
+    /// when a session opens, while that process still waits for the answer). `authorization` is the
     /// connection's: `authorizeGroups` widens it for the connection's later requests.
-    package func handle(
-        _ request: Request, caller: inout Caller, peer: () -> PeerProcess = { .unknown(reason: "no connection") }
+    func handle(
+        _ request: Request, caller: Caller, authorization: inout GroupAuthorization,
+        peer: () -> PeerProcess = { .unknown(reason: "no connection") }
     ) -> Response {
         switch request {
         case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
@@ -92,7 +93,7 @@ package final class AgentService: Sendable {
                 AgentLog.info("keychain password changed by pid \(caller.pid)")
                 return .ok(nil)
             case .authorizeGroups(let password, let groups):
-                caller = try authorize(groups, password: password, for: caller)
+                try authorize(groups, password: password, caller: caller, into: &authorization)
                 return .ok(nil)
             case .keyHandoff(let masterKey, let deviceFactor):
                 // Only root (pam_latchkey) can read the machine secret; a factor from anyone else is

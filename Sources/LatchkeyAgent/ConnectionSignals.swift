@@ -1,3 +1,4 @@
+import LatchkeyApplications
 import LatchkeyEngine
 import LatchkeySystem
 
@@ -8,8 +9,16 @@ import LatchkeySystem
 /// An accepted connection whose peer passed the check.
 struct Connection: Sendable {
     let fd: Int32
-    var caller: Caller
+    /// The peer as `SO_PEERCRED` named it (uid and pid); what a request may reach is `CallerPolicy`'s.
+    let caller: Caller
     let peer: PeerClass
+    /// Who connected, as the kernel and /proc said at `accept` (`CallerIdentification`); a request
+    /// carries it only as far as `standing` allows (`standing.identity(for: identity)`).
+    let identity: CallerIdentity
+    /// How far the requests on the connection are the identified process's; moves on as they come.
+    var standing: IdentityStanding
+    /// What the connection proved with the keychain password (`authorizeGroups`).
+    var authorization = GroupAuthorization()
     /// When its last request ended, or when it was accepted: where its idle time starts.
     var idleSince: ContinuousClock.Instant
 }

@@ -8,10 +8,13 @@ import LatchkeyWire
 /// --access-group`) asks. What an application may use is decided by its application file; this is the
 /// user saying, with the password, "this once, let me reach those groups".
 extension AgentService {
-    /// The caller widened to `groups` (every group for `Request.allAccessGroups`) once `password` is the
-    /// keychain password; errSecAuthFailed otherwise, errSecParam for a group name that is not one.
-    /// New items still go to the caller's first group unless a request names another.
-    func authorize(_ groups: [String], password: SecretBytes, for caller: Caller) throws(SecError) -> Caller {
+    /// Adds `groups` (every group for `Request.allAccessGroups`) to what the connection may use once
+    /// `password` is the keychain password; errSecAuthFailed otherwise (nothing changes), errSecParam for
+    /// a group name that is not one. New items still go to the caller's first group unless a request
+    /// names another.
+    func authorize(
+        _ groups: [String], password: SecretBytes, caller: Caller, into authorization: inout GroupAuthorization
+    ) throws(SecError) {
         for group in groups where !Self.isAccessGroupName(group) {
             throw .param("'\(group.prefix(64))' is not an access group name")
         }
@@ -21,16 +24,14 @@ extension AgentService {
             AgentLog.warning("pid \(caller.pid) gave a wrong keychain password for access groups")
             throw error
         }
-        var widened = caller
         if groups.contains(Request.allAccessGroups) {
-            widened.mayUseAnyGroup = true
+            authorization.everyGroup = true
         } else {
-            for group in groups where !widened.accessGroups.contains(group) { widened.accessGroups.append(group) }
+            for group in groups where !authorization.groups.contains(group) { authorization.groups.append(group) }
         }
         AgentLog.info(
             "pid \(caller.pid) authorized with the keychain password: "
-                + (widened.mayUseAnyGroup ? "every access group" : "access groups \(widened.accessGroups)"))
-        return widened
+                + (authorization.everyGroup ? "every access group" : "access groups \(authorization.groups)"))
     }
 
     /// An access group's name: 1 to `Request.maxAccessGroupLength` bytes, no control characters (they

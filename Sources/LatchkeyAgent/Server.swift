@@ -1,4 +1,5 @@
 import CLatchkeySystem
+import LatchkeyApplications
 import LatchkeyCodec
 import LatchkeyEngine
 import LatchkeyModel
@@ -21,6 +22,8 @@ package final class AgentServer: @unchecked Sendable {
     static let acceptBurst = 32
 
     let service: AgentService
+    /// Who may reach what: identities to access groups (`CallerPolicy`).
+    let policy: CallerPolicy
     let listener: Listener
     private let endpoint: AgentEndpoint
     private let limits: ConnectionLimits
@@ -34,6 +37,7 @@ package final class AgentServer: @unchecked Sendable {
         onUnlock: @escaping @Sendable () -> Void = {}
     ) throws {
         self.endpoint = endpoint
+        self.policy = CallerPolicy()
         self.limits = ConnectionLimits.current()
         self.mailbox = try Mailbox()
         self.demand = try SlotDemand()
@@ -81,10 +85,17 @@ package final class AgentServer: @unchecked Sendable {
             close(fd)
             return
         }
-        let caller = Caller(uid: peer.uid, pid: peer.pid, executable: peer.executable)
+        // The user's own processes are identified (root, pam_latchkey, only hands off keys, and a
+        // process of another uid is not the agent's to read).
+        let (identity, standing) =
+            peer.uid == getuid()
+            ? CallerIdentification.identify(connection: fd, pid: peer.pid, uid: peer.uid)
+            : (CallerIdentification.unidentified(uid: peer.uid, pid: peer.pid, "not the user's process"), .refused)
+        let caller = Caller(uid: peer.uid, pid: peer.pid, executable: identity.executable?.path ?? peer.executable)
         poller.admit(
             Connection(
-                fd: fd, caller: caller, peer: peer.uid == getuid() ? .user : .root, idleSince: .now))
+                fd: fd, caller: caller, peer: peer.uid == getuid() ? .user : .root, identity: identity,
+                standing: standing, idleSince: .now))
     }
 
     /// Removes the socket file if this process created it and the path still names it (on a clean
@@ -102,7 +113,7 @@ package final class AgentServer: @unchecked Sendable {
             case .quiet:
                 return .parked(idle)
             case .starting:
-                if !serveRequest(fd: connection.fd, caller: &idle.caller) {
+                if !serveRequest(&idle) {
                     close(connection.fd)
                     return .closed(connection.peer)
                 }
@@ -112,9 +123,14 @@ package final class AgentServer: @unchecked Sendable {
     }
 
     /// Serves one request: reads it (the client has `frameCompletionTimeout` to send it whole), answers
-    /// it, and returns whether the connection stays open.
-    private func serveRequest(fd: Int32, caller: inout Caller) -> Bool {
+    /// it, and returns whether the connection stays open. The connection's `standing` moves on with what
+    /// the request's bytes say (`IdentityStanding`); the request carries the connection's identity as far
+    /// as `standing.identity(for:)` says, and `CallerPolicy` makes the caller it is decided as.
+    private func serveRequest(_ connection: inout Connection) -> Bool {
+        let fd = connection.fd
+        let caller = connection.caller
         var payload: [UInt8]
+        connection.standing.beforeReading(connection: fd, pid: caller.pid)
         do {
             payload = try FrameIO.readFrame(
                 from: fd, maxLength: Wire.maxRequestFrame, deadline: .now + AgentServer.frameCompletionTimeout)
@@ -122,6 +138,7 @@ package final class AgentServer: @unchecked Sendable {
             if error != .closed { AgentLog.info("closing connection from pid \(caller.pid): \(error)") }
             return false
         }
+        connection.standing.afterReading(connection: fd)
         var response = Response(status: SecStatus.internalComponent, value: nil, message: nil)
         var decoded: Request?
         defer {
@@ -141,9 +158,10 @@ package final class AgentServer: @unchecked Sendable {
                     status: SecStatus.authFailed, value: nil,
                     message: "only root (pam_latchkey, in the login process) may open or close login sessions")
             } else {
-                let pid = caller.pid
-                response = service.handle(request, caller: &caller) {
-                    PeerProcess.of(connection: fd, pid: pid) { mailbox.room.request(wake: mailbox.wake) }
+                let decided = policy.caller(
+                    connection.standing.identity(for: connection.identity), authorization: connection.authorization)
+                response = service.handle(request, caller: decided, authorization: &connection.authorization) {
+                    PeerProcess.of(connection: fd, pid: caller.pid) { mailbox.room.request(wake: mailbox.wake) }
                 }
             }
             if let value = response.value,

@@ -32,6 +32,16 @@ package struct CallerIdentity: Sendable, Equatable {
         case replacedExecutable
         /// What it runs or how it was started could not be read (`why`).
         case unreadable(String)
+        /// It runs in another user or mount namespace than the agent (`"user"`, `"mnt"`): there a
+        /// process may point `/proc/PID/exe` at any file it can open (`PR_SET_MM_EXE_FILE`) and loads
+        /// its libraries from a root of its own, so its executable names no application. (A Flatpak
+        /// application always has this doubt; its identity is `flatpakID`.)
+        case otherNamespace(String)
+        /// The request may not come from the program identified (`why`): it was written before the
+        /// agent looked at the process, which may have run another program since (`exec`), or by
+        /// another process that shares the connection. Unlike the others, this doubt comes with no
+        /// identity at all, sandboxed or not: `executable`, `flatpakID` and `snapName` are nil.
+        case unconfirmed(String)
     }
 
     package var uid: UInt32

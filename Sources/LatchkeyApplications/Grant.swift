@@ -41,6 +41,8 @@ package struct Grant: Sendable, Equatable, CustomStringConvertible {
             case .loaderVariable(let name): "started with \(Printable.escaped(name))"
             case .replacedExecutable: "executable replaced or deleted"
             case .unreadable(let why): "unreadable: \(Printable.escaped(why))"
+            case .otherNamespace(let which): "in another \(Printable.escaped(which)) namespace"
+            case .unconfirmed(let why): "not confirmed: \(Printable.escaped(why))"
             }
         }
     }

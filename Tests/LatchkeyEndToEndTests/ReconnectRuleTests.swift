@@ -43,15 +43,18 @@ final class ReconnectRuleTests: AgentTestCase {
     func testARequestTheAgentNeverReadIsSentAgainAndOneItReadIsNot() throws {
         let add = Request.add(["class": .string("genp"), "acct": .string("a")])
 
-        // The agent answers hello, then closes the connection with the next request unread.
+        // The agent answers hello, then closes the connection with the next request unread. (Each new
+        // connection starts with the library's own hello, answered first: docs/PROTOCOL.md §1.)
         let first = script { [listener] in
             let connection = try Self.accept(listener)
+            try Self.answerGreeting(connection)
             _ = try Self.readRequest(connection)
             try Self.reply(connection)
             try Self.waitReadable(connection)
             close(connection)  // unread: the client sees ECONNRESET
             let second = try Self.accept(listener)
             defer { close(second) }
+            try Self.answerGreeting(second)
             let resent = try Self.readRequest(second)
             try Self.reply(second)
             return [resent]
@@ -65,6 +68,7 @@ final class ReconnectRuleTests: AgentTestCase {
         // so the client reports and never sends it again.
         let second = script { [listener] in
             let connection = try Self.accept(listener)
+            try Self.answerGreeting(connection)
             _ = try Self.readRequest(connection)
             close(connection)
             var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
@@ -83,6 +87,7 @@ final class ReconnectRuleTests: AgentTestCase {
         let busy = "latchkeyd is busy: a test says so; try again"
         let script = script { [listener] in
             let connection = try Self.accept(listener)
+            try Self.answerGreeting(connection)
             _ = try Self.readRequest(connection)
             try Self.reply(connection)
             try FrameIO.writeFrame(
@@ -132,6 +137,13 @@ final class ReconnectRuleTests: AgentTestCase {
         let fd = Glibc.accept(listener, nil, nil)
         guard fd >= 0 else { throw ScriptFailure(description: "accept: \(String(cString: strerror(errno)))") }
         return fd
+    }
+
+    /// Reads the hello a new connection starts with and answers it.
+    private static func answerGreeting(_ connection: Int32) throws {
+        let greeting = try readRequest(connection)
+        guard greeting == .hello else { throw ScriptFailure(description: "the connection began with \(greeting)") }
+        try reply(connection)
     }
 
     private static func waitReadable(_ fd: Int32) throws {

@@ -45,3 +45,21 @@ int latchkey_exit_watch_wait(int watch, uint64_t *keys, int capacity);
 /* Raises the soft RLIMIT_NOFILE to at least `wanted` descriptors (never above the hard limit, never
  * lowering it). Returns the soft limit in force afterwards, or -1 with errno. */
 long long latchkey_raise_descriptor_limit(unsigned long long wanted);
+
+/* ---- Who is calling: caller identity (docs/IDENTITY.md) ---- */
+
+/* pidfd_open(pid, 0): a pidfd (close-on-exec) for whatever process has `pid` now; the caller must
+ * confirm that it is the one it means. Returns the pidfd, or -1 with errno. */
+int latchkey_pidfd_open(int32_t pid);
+
+/* How many bytes wait unread in the receive queue of socket `fd` (SIOCINQ), or -1 with errno. */
+int latchkey_socket_unread(int fd);
+
+/* Turns SO_PASSCRED on for `fd`, so that reads can tell which process wrote each byte
+ * (SCM_CREDENTIALS, filled in by the kernel when it was written). Returns 0 or -1 with errno. */
+int latchkey_socket_pass_credentials(int fd);
+
+/* The pid of the process that wrote the next unread byte of socket `fd` (which has SO_PASSCRED on),
+ * looked at with MSG_PEEK, so the byte stays for the reader. Never waits. Returns 1 with `*pid` set,
+ * 0 at end of file, -1 with errno (EAGAIN: nothing waits; ENODATA: no credentials came with it). */
+int latchkey_socket_next_writer(int fd, int32_t *pid);

@@ -1,0 +1,68 @@
+import LatchkeyApplications
+import LatchkeyEngine
+import LatchkeySystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The one place where the agent turns who is calling into what the caller may reach (issue 12): the
+/// identity the kernel vouches for (`CallerIdentification`), through the application files in force
+/// (`ApplicationRegistryWatch`, docs/APPLICATIONS.md), into the engine's `Caller` with its access groups;
+/// widened only by what the connection proved with the keychain password (`GroupAuthorization`). The
+/// engine's `AccessGroupPolicy` then decides each request on those groups.
+package final class CallerPolicy: Sendable {
+    /// The environment variable that names other application directories than the packaged ones
+    /// (colon-separated, lowest precedence first). They count only under the same rule as the default
+    /// ones (owned by root and writable by root only, every directory above too), so a process of the
+    /// user that starts an agent with it can only choose among files root wrote; tests use it.
+    package static let directoriesVariable = "LATCHKEY_APPLICATIONS_DIRS"
+
+    let applications: ApplicationRegistryWatch
+
+    package init(directories: [String]? = nil) {
+        let chosen = directories ?? Self.configuredDirectories()
+        applications = ApplicationRegistryWatch(directories: chosen)
+        if chosen != ApplicationRegistry.defaultDirectories {
+            AgentLog.info("application files are read from \(chosen.joined(separator: ":"))")
+        }
+    }
+
+    /// The directories `LATCHKEY_APPLICATIONS_DIRS` names (absolute paths only), or the default ones.
+    static func configuredDirectories() -> [String] {
+        guard let value = Environment.value(directoriesVariable), !value.isEmpty else {
+            return ApplicationRegistry.defaultDirectories
+        }
+        let named = value.split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
+        return named.isEmpty ? ApplicationRegistry.defaultDirectories : named
+    }
+
+    /// The caller a request of `identity` is: its grant's groups, and no others unless `authorization`
+    /// adds them. A caller of another uid (root's pam_latchkey) gets no group: it may not touch items.
+    func caller(_ identity: CallerIdentity, authorization: GroupAuthorization) -> Caller {
+        guard identity.uid == getuid() else {
+            return Caller(uid: identity.uid, pid: identity.pid, accessGroups: [], mayUseAnyGroup: false)
+        }
+        let grant = applications.current().grant(for: identity)
+        let base = Caller(
+            uid: identity.uid, pid: identity.pid, executable: identity.executable?.path,
+            accessGroups: grant.accessGroups, mayUseAnyGroup: false)
+        return authorization.applied(to: base)
+    }
+}
+
+/// What a connection proved with the keychain password (`authorizeGroups`): groups it may use besides its
+/// caller's own, or every group. It lasts as long as the connection.
+struct GroupAuthorization: Sendable, Equatable {
+    var groups: [String] = []
+    var everyGroup = false
+
+    /// `caller` with these groups added after its own (its first group, where new items go, unchanged).
+    func applied(to caller: Caller) -> Caller {
+        guard everyGroup || !groups.isEmpty else { return caller }
+        var widened = caller
+        if everyGroup { widened.mayUseAnyGroup = true }
+        for group in groups where !widened.accessGroups.contains(group) { widened.accessGroups.append(group) }
+        return widened
+    }
+}
