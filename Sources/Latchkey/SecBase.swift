@@ -58,8 +58,7 @@ public let errSecDataNotAvailable: OSStatus = SecStatus.dataNotAvailable
 /// Apple's `errSecDecode`. Also a stored item that fails authentication (damage, tampering):
 /// securityd skips such an item, latchkey reports it.
 public let errSecDecode: OSStatus = SecStatus.decode
-/// Apple's `errSecMissingEntitlement`: an access group the caller may not use. Not returned yet,
-/// since every process of the user may use every group.
+/// Apple's `errSecMissingEntitlement`: an access group the caller may not use (docs/APPLICATIONS.md).
 public let errSecMissingEntitlement: OSStatus = SecStatus.missingEntitlement
 /// Apple's `errSecNotTrusted`.
 public let errSecNotTrusted: OSStatus = SecStatus.notTrusted

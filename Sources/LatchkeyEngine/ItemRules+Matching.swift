@@ -133,12 +133,14 @@ extension ItemRules {
     }
 
     /// The keyed hashes of the scope's groups (`agrp` values) for rows of `itemClass`; nil for every group.
-    /// Without the index key (before the first unlock, after `lock --all`) a scope cannot be applied to
-    /// unopened rows: errSecInteractionNotAllowed, as for any other filter then.
+    /// With the index key, or after `lock --all` with the copy of it the agent keeps for lookups
+    /// (`SecretServiceLookupKeys`): a hash here only narrows what a request reaches, so the kept key
+    /// serves as for any lookup. Before the first unlock there is neither, and a scope cannot be applied
+    /// to unopened rows: errSecInteractionNotAllowed.
     func scopeHashes(_ itemClass: ItemClass) throws(SecError) -> [[UInt8]]? {
         guard case .only(let groups) = scope else { return nil }
         guard let spec = itemClass.attribute(SecAttr.accessGroup) else { return [] }
-        let indexKey = try keys.requireIndexKey()
+        guard let indexKey = keys.indexKey ?? keys.secretServiceLookup?.indexKey else { throw SecError.locked }
         var hashes: [[UInt8]] = []
         hashes.reserveCapacity(groups.count)
         for group in groups {

@@ -58,6 +58,7 @@ extension SecretServiceStorage {
                 hashes.insert(try SecretServiceMapping.collectionHash(collection, indexKey: indexKey), at: 0)
             }
         }
+        let groups = try scopeHashes()
         var excluded = Set<Int64>()
         if collection == login, let indexKey = lookupIndexKey {
             for other in others {
@@ -67,7 +68,7 @@ extension SecretServiceStorage {
                 for header in try store.headers(matching: filter) { excluded.insert(header.id) }
             }
         }
-        let filter = RowFilter(itemClass: genp, synchronizable: nil, allOfHashes: hashes)
+        let filter = RowFilter(itemClass: genp, synchronizable: nil, allOfHashes: hashes, anyOfHashes: groups)
         if query.isEmpty {  // (then nothing is left to probe)
             return try store.headers(matching: filter).filter { !excluded.contains($0.id) }.map {
                 SecretServiceMatch(id: $0.persistentRef, locked: !isHeld($0.protection))
@@ -82,7 +83,7 @@ extension SecretServiceStorage {
             guard try store.carriesAll(probed, item: row.id) else { continue }
             if isHeld(row.protection) {
                 // The hashes found it; the sealed attributes must agree, or the index was tampered with.
-                guard let item = try? ItemSealer.open(row, keys: keys) else { continue }
+                guard let item = try? ItemSealer.open(row, keys: keys), isVisible(item) else { continue }
                 let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
                 guard data.collection == collection, data.attributes.contains(query) else { continue }
                 let match = SecretServiceMatch(id: row.persistentRef, locked: false)

@@ -17,7 +17,8 @@ extension Keychain {
     ) throws(SecError) -> T {
         let admitted = try gate.admit(request)
         return try lockState.withStore { (store, keys) throws(SecError) -> T in
-            let storage = SecretServiceStorage(store: store, keys: keys, admitted: admitted)
+            let storage = SecretServiceStorage(
+                store: store, keys: keys, admitted: admitted, scope: gate.scope(for: admitted.caller))
             do {
                 if reading {
                     // Usually there is nothing to re-index: then the check shares the read transaction.
@@ -45,6 +46,9 @@ package struct SecretServiceStorage {
     let keys: KeyState
     /// The request as the access policy admitted it.
     let admitted: AccessRequest
+    /// The access groups whose items the request sees (`GroupScope`): lookups select rows by the keyed
+    /// hashes of their `agrp`, and every opened item is checked against its sealed one.
+    let scope: GroupScope
 
     /// HKDF label of the key that seals the service state (docs/SECRET-SERVICE.md §4).
     static let stateKeyInfo = Array("latchkey secret-service v1".utf8)
@@ -121,16 +125,52 @@ package struct SecretServiceStorage {
 
     // MARK: - Items
 
+    /// The keyed hashes of the scope's groups for generic passwords; nil for every group.
+    func scopeHashes() throws(SecError) -> [[UInt8]]? {
+        guard case .only(let groups) = scope else { return nil }
+        guard let indexKey = lookupIndexKey, let spec = ItemClass.genericPassword.attribute(SecAttr.accessGroup)
+        else { throw SecError.locked }
+        var hashes: [[UInt8]] = []
+        for group in groups {
+            do {
+                hashes.append(try ItemSealer.attributeHash(spec, .string(group), indexKey: indexKey))
+            } catch {
+                throw EngineErrors.map(error)
+            }
+        }
+        return hashes
+    }
+
+    /// Whether an opened item is in the scope (its sealed `agrp`).
+    func isVisible(_ item: OpenItem) -> Bool {
+        guard case .only = scope else { return true }
+        guard case .string(let group)? = item.attributes[SecAttr.accessGroup] else { return false }
+        return scope.contains(group)
+    }
+
+    /// Whether the row with persistent reference `id` is in the scope, by its keyed `agrp` hash (it may
+    /// be locked).
+    func isVisible(rowWithID id: [UInt8]) throws -> Bool {
+        guard let hashes = try scopeHashes() else { return true }
+        return try !store.headers(
+            matching: RowFilter(
+                itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil, persistentRef: id,
+                anyOfHashes: hashes, limit: 1)
+        ).isEmpty
+    }
+
     /// The row of item `id` if it is a member of `collection`, opened when its class key is held:
     /// membership by its sealed data when it can be opened, else by its collection hash. `collections`
     /// are the ids of every collection there is; an item of one deleted meanwhile counts as login's.
     package func member(_ id: [UInt8], of collection: String, collections: [String]) throws -> SecretServiceMember? {
         guard id.count == 16, let row = try store.row(persistentRef: id),
-            row.itemClass == Int(ItemClass.genericPassword.rawValue)
+            row.itemClass == Int(ItemClass.genericPassword.rawValue), try isVisible(rowWithID: id)
         else { return nil }
         let login = SecretServiceData.login
         if isHeld(row.protection) {
-            let entry = SecretServiceEntry(item: try ItemSealer.open(row, keys: keys))
+            let item = try ItemSealer.open(row, keys: keys)
+            guard isVisible(item) else { return nil }
+            let entry = SecretServiceEntry(item: item)
             let data = entry.data
             // An item of a collection deleted meanwhile (none is left behind by deleteCollection) counts as login's.
             let owner = collections.contains(data.collection) ? data.collection : login
@@ -160,7 +200,8 @@ package struct SecretServiceStorage {
     /// Item `id` opened, if there is such a row (for the readable matches of a lookup).
     package func entry(_ id: [UInt8]) throws -> SecretServiceEntry? {
         guard let row = try store.row(persistentRef: id) else { return nil }
-        return SecretServiceEntry(item: try ItemSealer.open(row, keys: keys))
+        let item = try ItemSealer.open(row, keys: keys)
+        return isVisible(item) ? SecretServiceEntry(item: item) : nil
     }
 
     /// An opened item's secret.
@@ -257,7 +298,8 @@ package struct SecretServiceStorage {
         let headers = try store.headers(
             matching: RowFilter(
                 itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,
-                allOfHashes: [SecretServiceMapping.collectionHash(id, indexKey: indexKey)]))
+                allOfHashes: [SecretServiceMapping.collectionHash(id, indexKey: indexKey)],
+                anyOfHashes: try scopeHashes()))
         try store.transaction {
             _ = try store.delete(ids: headers.map(\.id))
             try saveState(state)

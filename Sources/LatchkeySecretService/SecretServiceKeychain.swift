@@ -11,10 +11,13 @@ extension Keychain {
 }
 
 extension Caller {
-    /// Who a Secret Service request is put to the access policy as. D-Bus peers are not identified yet:
-    /// every client is one of the user's programs on the user's own session bus, treated as a caller of
-    /// the user's uid on the socket is (pid 0: no process named).
-    static var secretServiceClient: Caller { Caller(uid: getuid(), pid: 0) }
+    /// Who a Secret Service request is put to the access policy as, until bus callers are mapped to their
+    /// applications' groups (`BusCallers` identifies them; issue 12): every client is treated as an
+    /// unlisted program of the user, which may use the `default` group only (pid 0: no process named).
+    /// So items other applications keep in their own groups are not reachable through the bus either.
+    static var secretServiceClient: Caller {
+        Caller(uid: getuid(), pid: 0, accessGroups: [Caller.defaultAccessGroup], mayUseAnyGroup: false)
+    }
 }
 
 /// Secret Service operations on a keychain: Secret Service items are generic passwords stored by the

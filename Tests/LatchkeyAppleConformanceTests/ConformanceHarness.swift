@@ -36,6 +36,14 @@ class ConformanceTestCase: XCTestCase {
         AgentClient.shared.resetConnection()
     }
 
+    /// The test's entitlements: Apple's tests run with `keychain-access-groups` naming the groups they
+    /// use. On latchkey an application file grants an application its groups (docs/APPLICATIONS.md); the
+    /// test process, an unlisted program, stands in for such an application by giving the keychain
+    /// password for those groups on its connection (`authorizeGroups`), as `latchkey --access-group` does.
+    func entitle(_ groups: [String]) throws {
+        try KeychainControl.authorizeAccessGroups(groups, password: SecretBytes(copying: Array("pw".utf8)))
+    }
+
     // MARK: Test data
 
     /// A file of Tests/LatchkeyAppleConformanceTests/Resources (a `.hex` file is decoded).

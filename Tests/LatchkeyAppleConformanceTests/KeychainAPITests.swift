@@ -271,6 +271,7 @@ final class KeychainAPITests: ConformanceTestCase {
 
     // Apple: secdxctests/KeychainAPITests.m, testSecIdentityRefWithNewUUIDPersistentRefs
     func testSecIdentityRefWithNewUUIDPersistentRefs() throws {
+        try entitle(["com.apple.security.ckks", "com.apple.lakitu"])
         let identity = try createTestIdentity()
         let (status, ref) = add([
             kSecValueRef: identity, kSecAttrAccessGroup: "com.apple.security.ckks", kSecAttrLabel: "item-delete-me",

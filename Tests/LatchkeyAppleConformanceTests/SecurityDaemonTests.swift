@@ -131,7 +131,8 @@ final class SecurityDaemonTests: ConformanceTestCase {
 
     // Apple: tests/secdmockaks/mockaksKeychain.m, testSecItemServerDeleteAll (the adds and lookups; the
     // deletion itself is SPI)
-    func testMockAKSItemsOfEveryKindAreAddedAndFound() {
+    func testMockAKSItemsOfEveryKindAreAddedAndFound() throws {
+        try entitle(["com.apple.bluetooth", "lockdown-identities"])
         var items: [[CFString: Any]] = [
             [
                 kSecClass: kSecClassGenericPassword, kSecAttrAccessGroup: "com.apple.bluetooth",

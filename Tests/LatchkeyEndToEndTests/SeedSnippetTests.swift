@@ -1,5 +1,6 @@
 import Foundation
 import Latchkey
+import LatchkeySecrets
 import XCTest
 
 /// The Swift snippets from the seeds, compiled against `import Latchkey` instead of `import Security`,
@@ -14,6 +15,14 @@ final class SeedSnippetTests: AgentTestCase {
     func testSecurityBoxReadme() throws {
         try createKeychain()
         let service = "SecurityBox", account = "alice", accessGroup = "com.example.shared", password = "hunter2"
+        // The README's app is entitled to its shared group; an unlisted program (this test) is not, and
+        // gets errSecMissingEntitlement until it proves the keychain password for that group.
+        var denied = [String: AnyObject]()
+        denied[kSecClass as String] = kSecClassGenericPassword
+        denied[kSecAttrService as String] = service as AnyObject?
+        denied[kSecAttrAccessGroup as String] = accessGroup as AnyObject?
+        XCTAssertEqual(SecItemAdd(denied as CFDictionary, nil), errSecMissingEntitlement)
+        try KeychainControl.authorizeAccessGroups([accessGroup], password: SecretBytes(copying: Array("pw".utf8)))
 
         var item = [String: AnyObject]()
         item[kSecClass as String] = kSecClassGenericPassword

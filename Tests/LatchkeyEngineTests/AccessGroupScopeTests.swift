@@ -120,11 +120,16 @@ final class AccessGroupScopeTests: XCTestCase {
         XCTAssertEqual(data(kc, genp("s", "a"), alice), bytes("alice's"))
         XCTAssertEqual(data(kc, genp("s", "b"), alice), bytes("alice's too"))
 
-        // Without the index key (lock --all) a scope cannot be checked on unopened rows: refused, not guessed.
+        // After lock --all the agent's kept lookup key still scopes a delete.
         XCTAssertTrue(kc.lock(all: true))
-        XCTAssertEqual(
-            status { try kc.delete(["class": .string("genp")], caller: bob) }, SecStatus.interactionNotAllowed)
+        XCTAssertEqual(status { try kc.delete(["class": .string("genp")], caller: bob) }, SecStatus.itemNotFound)
         try kc.unlock(password: secret("pw"))
+        XCTAssertEqual(data(kc, genp("s", "a"), alice), bytes("alice's"))
+
+        // Before the first unlock no key names a group: a scoped delete is refused, not guessed.
+        let fresh = Keychain(location: kc.location)
+        XCTAssertEqual(
+            status { try fresh.delete(["class": .string("genp")], caller: bob) }, SecStatus.interactionNotAllowed)
         XCTAssertEqual(data(kc, genp("s", "a"), alice), bytes("alice's"))
     }
 

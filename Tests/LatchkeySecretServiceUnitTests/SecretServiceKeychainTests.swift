@@ -49,6 +49,28 @@ final class SecretServiceKeychainTests: XCTestCase {
         XCTAssertEqual(try kc.copy(genp("foo", "bar", ["r_Data": .bool(true)])), bytes("new"))
     }
 
+    /// Access groups hold on the bus too (issue 12): a Secret Service client is an unlisted program, so an
+    /// item an application keeps in its own group is found, listed and read through neither search,
+    /// the collection's items, nor its path; an item of `default` is.
+    func testItemsOfOtherAccessGroupsAreNotReachableThroughTheSecretService() throws {
+        let (kc, _) = try makeKeychain()
+        let app = Caller(uid: getuid(), pid: 1, accessGroups: ["com.example.mail"], mayUseAnyGroup: false)
+        _ = try kc.add(genp("mail", "alice", ["v_Data": bytes("app's")]), caller: app)
+        let appRef = try XCTUnwrap(
+            kc.copyMatching(genp("mail", "alice", ["r_PersistentRef": .bool(true)]), caller: app)?.dataValue)
+        _ = try kc.add(genp("mail", "bob", ["v_Data": bytes("shared")]))
+        let ss = kc.secretService
+        XCTAssertEqual(try ss.search(attrs(["service": "mail", "account": "alice"])).count, 0)
+        XCTAssertEqual(try ss.search(attrs(["service": "mail"])).map(\.collection), [login], "bob's only")
+        let listed = try ss.items(in: login)
+        XCTAssertEqual(listed.count, 1)
+        let id = Array(appRef.suffix(16))
+        XCTAssertEqual(status { _ = try ss.secret(id, in: login) }, SecStatus.itemNotFound, "by its path")
+        // Locked, it is not counted among the locked matches either.
+        kc.lock(all: false)
+        XCTAssertEqual(try ss.search(attrs(["service": "mail"])).count, 1)
+    }
+
     func testSecItemItemIsVisibleToSecretService() throws {
         let (kc, _) = try makeKeychain()
         _ = try kc.add(genp("mail", "alice", ["v_Data": bytes("pw1"), "labl": .string("Mail")]))
