@@ -354,6 +354,7 @@ struct LevelResult {
     var update: OperationResult
     var delete: OperationResult
     var roundTrip: OperationResult
+    var connection: OperationResult
     var memory: Memory?
     /// keychain.db plus its -wal, in bytes.
     var databaseBytes: Int
@@ -470,6 +471,7 @@ final class Workload {
         var update: [Sample] = []
         var delete: [Sample] = []
         var floor: [Sample] = []
+        var connect: [Sample] = []
     }
 
     /// Runs --ops operations of each kind at random keys. The kinds take turns in blocks of
@@ -478,7 +480,8 @@ final class Workload {
     func measureLevel(blockSize: Int = 50) -> Measurements {
         agentCPU.refresh()
         var m = Measurements()
-        for key in [\Measurements.add, \.copy, \.update, \.delete, \.floor] as [WritableKeyPath<Measurements, [Sample]>]
+        for key in [\Measurements.add, \.copy, \.update, \.delete, \.floor, \.connect]
+            as [WritableKeyPath<Measurements, [Sample]>]
         {
             m[keyPath: key].reserveCapacity(options.ops)
         }
@@ -493,6 +496,7 @@ final class Workload {
                 m.add.append(add)
             }
             for _ in 0..<n { m.floor.append(floorOnce()) }
+            for _ in 0..<n { m.connect.append(connectionOnce()) }
             done += n
         }
         return m
@@ -553,6 +557,50 @@ final class Workload {
         }
         return sample
     }
+}
+
+extension Workload {
+    /// A new connection: connect, `hello` (the first request the library sends on one, docs/PROTOCOL.md
+    /// §1), its answer, close. The agent identifies the caller at accept (docs/IDENTITY.md), so this is
+    /// what identification costs a process per connection; the library keeps its connection, so a
+    /// program pays it once. Wall time only: the agent serves it on a thread the CPU count does not see.
+    func connectionOnce() -> Sample {
+        let (status, sample) = timed { helloOnNewConnection(socketPath: socketPath) }
+        guard status == errSecSuccess else { fail("a new connection's hello failed (\(status))") }
+        return Sample(wall: sample.wall, client: sample.client, agent: 0)
+    }
+}
+
+/// Connects to `socketPath`, sends hello and reads its answer: errSecSuccess, or -1.
+func helloOnNewConnection(socketPath: String) -> OSStatus {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return -1 }
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(socketPath.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return -1 }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard connected == 0 else { return -1 }
+    // Frame: u32 length, then version 1 and opcode 0x01 (hello).
+    let hello: [UInt8] = [0, 0, 0, 2, 1, 1]
+    guard write(fd, hello, hello.count) == hello.count else { return -1 }
+    var header = [UInt8](repeating: 0, count: 4)
+    guard recv(fd, &header, 4, Int32(MSG_WAITALL)) == 4 else { return -1 }
+    let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+    guard length >= 6, length <= 4096 else { return -1 }
+    var body = [UInt8](repeating: 0, count: length)
+    guard recv(fd, &body, length, Int32(MSG_WAITALL)) == length else { return -1 }
+    // Response: version, then the i32 status.
+    return body[1] == 0 && body[2] == 0 && body[3] == 0 && body[4] == 0 ? errSecSuccess : -1
 }
 
 /// The agent's CPU time over all its threads (it runs one per connection), from
@@ -717,14 +765,22 @@ func report(_ results: [LevelResult], options: Options, machine: String, context
     }
     printTable(breakdownRows, header: ["items", "operation", "wall", "client CPU", "agent CPU", "waiting"])
     print("")
-    print("Transport floor (the same copy call for an unknown class, rejected by the agent's parser) and store size:")
+    print(
+        "Transport floor (the same copy call for an unknown class, rejected by the agent's parser), a new"
+            + " connection (connect, hello, close: the caller's identification), and store size:")
     printTable(
         results.map { r in
             [
                 grouped(r.items), microseconds(r.roundTrip.latency.p50), microseconds(r.roundTrip.latency.p99),
-                microseconds(r.copy.latency.p50 - r.roundTrip.latency.p50), mebibytes(r.databaseBytes / 1_024),
+                microseconds(r.copy.latency.p50 - r.roundTrip.latency.p50),
+                microseconds(r.connection.latency.p50), microseconds(r.connection.latency.p99),
+                mebibytes(r.databaseBytes / 1_024),
             ]
-        }, header: ["items", "floor p50", "floor p99", "copy p50 − floor p50", "keychain.db + wal"])
+        },
+        header: [
+            "items", "floor p50", "floor p99", "copy p50 − floor p50", "connection p50", "connection p99",
+            "keychain.db + wal",
+        ])
     print("")
     print("Targets:")
     for v in verdicts(results) {
@@ -888,7 +944,7 @@ for size in options.sizes {
             items: size, filled: fill.items, fillSeconds: fill.seconds, fillBreakdown: fill.breakdown,
             add: workload.result(m.add), copy: workload.result(m.copy),
             update: workload.result(m.update), delete: workload.result(m.delete),
-            roundTrip: workload.result(m.floor),
+            roundTrip: workload.result(m.floor), connection: workload.result(m.connect),
             memory: memory, databaseBytes: databaseBytes(), load: loadAverage()))
 }
 
