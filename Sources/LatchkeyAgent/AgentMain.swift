@@ -206,7 +206,7 @@ package enum AgentMain {
             // A missing session bus, or another owner of the name, is logged once and changes nothing else.
             let host = SecretServiceHost(
                 keychain: keychain, prompter: prompter, runtimeDirectory: endpoint.directory,
-                log: AgentLog.logger)
+                log: AgentLog.logger, policy: server.policy)
             host.start()
             secretServiceHost = host
         }

@@ -1,5 +1,6 @@
 import LatchkeyApplications
 import LatchkeyEngine
+import LatchkeySecretService
 import LatchkeySystem
 
 #if canImport(Glibc)
@@ -64,5 +65,14 @@ struct GroupAuthorization: Sendable, Equatable {
         if everyGroup { widened.mayUseAnyGroup = true }
         for group in groups where !widened.accessGroups.contains(group) { widened.accessGroups.append(group) }
         return widened
+    }
+}
+
+/// The Secret Service's clients get their groups here too, as the socket's callers do; a bus client
+/// proves nothing with the keychain password (`authorizeGroups` is the socket's).
+extension CallerPolicy: BusClientPolicy {
+    package func caller(ofBusClient identity: CallerIdentity?) -> Caller {
+        guard let identity else { return UnlistedBusClients().caller(ofBusClient: nil) }
+        return caller(identity, authorization: GroupAuthorization())
     }
 }

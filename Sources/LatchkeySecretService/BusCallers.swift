@@ -41,6 +41,12 @@ package final class BusCallers {
         return identity
     }
 
+    /// Drops what is known of `name` (it left the bus; the bus never gives its name to another connection).
+    package func forget(_ name: String) {
+        guard known.removeValue(forKey: name) != nil else { return }
+        order.removeAll { $0 == name }
+    }
+
     /// Identifies `sender` afresh; nil when the bus daemon gives no usable credentials.
     ///
     /// With `ProcessFD` the pidfd is the connecting process's own, and the reads are confirmed through

@@ -109,16 +109,19 @@ extension SecretService {
         }
         switch outcome {
         case .accepted:
-            switch prompt.action {
-            case .unlock(let objects):
-                result = Arguments.objectPathList(objects.flatMap { unlockedPaths(for: $0, caller: prompt.owner) })
-            case .createCollection(let label, let alias):
-                do {
-                    result = .objectPath(try createCollection(label: label, alias: alias, bus))
-                } catch {
-                    log.warning(
-                        "Secret Service: creating a collection after unlocking failed: \(SecretServiceErrors.map(error))"
-                    )
+            // For the client that made the prompt, as its call would have been.
+            serving(prompt.owner, bus) {
+                switch prompt.action {
+                case .unlock(let objects):
+                    result = Arguments.objectPathList(objects.flatMap { unlockedPaths(for: $0, caller: prompt.owner) })
+                case .createCollection(let label, let alias):
+                    do {
+                        result = .objectPath(try createCollection(label: label, alias: alias, bus))
+                    } catch {
+                        log.warning(
+                            "Secret Service: creating a collection after unlocking failed: \(SecretServiceErrors.map(error))"
+                        )
+                    }
                 }
             }
             log.info("Secret Service: unlocked through a prompt")

@@ -22,7 +22,7 @@ extension SecretService {
         if collection == nil || collection == SessionCollection.id, !sessionCollection.items.isEmpty {
             try query.validate()
             let locked = engine.lockState().collectionsLocked
-            found += sessionCollection.search(query).map {
+            found += sessionCollection.search(query, for: engine.caller).map {
                 SecretServiceItemInfo(id: $0, collection: SessionCollection.id, locked: locked)
             }
         }
@@ -32,7 +32,7 @@ extension SecretService {
     /// An item's label, attributes and dates; errSecInteractionNotAllowed while it is locked.
     func item(_ id: [UInt8], in collection: String) throws(SecError) -> SecretServiceItem {
         guard collection == SessionCollection.id else { return try engine.item(id, in: collection) }
-        guard let item = sessionCollection.item(id) else { throw .notFound }
+        guard let item = sessionCollection.item(id, for: engine.caller) else { throw .notFound }
         guard !engine.lockState().collectionsLocked else { throw .locked }
         return SecretServiceItem(
             id: id, collection: collection, label: item.label, attributes: item.attributes,
@@ -72,6 +72,6 @@ extension SecretService {
     /// Deletes an item, locked or not.
     func deleteItem(_ id: [UInt8], in collection: String) throws {
         guard collection == SessionCollection.id else { return try engine.deleteItem(id, in: collection) }
-        try sessionCollection.delete(id)
+        try sessionCollection.delete(id, for: engine.caller)
     }
 }

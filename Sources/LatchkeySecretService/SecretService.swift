@@ -31,8 +31,9 @@ package final class SecretService: @unchecked Sendable {
         }
     }
 
-    let engine: SecretServiceKeychain
     let keychain: Keychain
+    /// What each client may reach (the agent's `CallerPolicy`).
+    let policy: any BusClientPolicy
     let prompter: PinentryPrompter
     let log: Logger
     let connection: BusConnection
@@ -44,13 +45,17 @@ package final class SecretService: @unchecked Sendable {
     /// The in-memory `session` collection.
     let sessionCollection: SessionCollection
     var pendingSearches = PendingSearches()
+    /// Who each client is, by unique name.
+    let busCallers = BusCallers()
+    /// The caller of the call being served (`serving`); nil between calls.
+    private var requestCaller: Caller?
 
     /// Connects to `endpoint`, serves the objects and claims `org.freedesktop.secrets` (without
     /// replacing or queueing behind an owner). `onDisconnect` runs once if the bus goes away later.
     /// The service logs to `log`, never a secret.
     package static func start(
         on endpoint: BusEndpoint, keychain: Keychain, prompter: PinentryPrompter,
-        log: Logger,
+        log: Logger, policy: any BusClientPolicy = UnlistedBusClients(),
         onDisconnect: (@Sendable () -> Void)? = nil
     ) throws(StartError) -> SecretService {
         let connection: BusConnection
@@ -72,11 +77,13 @@ package final class SecretService: @unchecked Sendable {
             throw .failed("cannot make the session collection: \(error)")
         }
         let service = SecretService(
-            connection: connection, keychain: keychain, prompter: prompter, log: log,
+            connection: connection, keychain: keychain, prompter: prompter, log: log, policy: policy,
             sessionCollection: sessionCollection)
         do {
             try connection.sync { bus in
-                try bus.addFallback(prefix: SS.root) { [service] call in try service.dispatch(call, bus) }
+                try bus.addFallback(prefix: SS.root) { [service] call in
+                    try service.serving(call.sender, bus) { try service.dispatch(call, bus) }
+                }
                 try bus.addMatch(
                     Bus.signalRule(
                         sender: SS.daemon, path: SS.daemonPath, interface: SS.daemon,
@@ -114,11 +121,11 @@ package final class SecretService: @unchecked Sendable {
 
     init(
         connection: BusConnection, keychain: Keychain, prompter: PinentryPrompter,
-        log: Logger, sessionCollection: SessionCollection
+        log: Logger, policy: any BusClientPolicy, sessionCollection: SessionCollection
     ) {
         self.connection = connection
         self.keychain = keychain
-        self.engine = keychain.secretService
+        self.policy = policy
         self.prompter = prompter
         self.log = log
         self.sessionCollection = sessionCollection
@@ -136,6 +143,24 @@ package final class SecretService: @unchecked Sendable {
 
     /// This connection's unique name.
     package var uniqueName: String { connection.uniqueName }
+
+    // MARK: - Who is calling
+
+    /// The engine as the client of the call being served may use it (its access groups, from `policy`);
+    /// between calls (lock-state changes, signals about SecItem changes), as an unlisted program.
+    var engine: SecretServiceKeychain {
+        SecretServiceKeychain(keychain: keychain, caller: requestCaller ?? policy.caller(ofBusClient: nil))
+    }
+
+    /// Runs `body` as a call of `sender` (a unique name): `engine` is then that client's. Every call is
+    /// served inside one, and so is what a prompt does when it completes (for the client that made it).
+    func serving<T>(_ sender: String?, _ bus: Bus, _ body: () throws -> T) rethrows -> T {
+        let outer = requestCaller
+        let identity = sender.flatMap { busCallers.identity(of: $0, on: bus) }
+        requestCaller = policy.caller(ofBusClient: identity)
+        defer { requestCaller = outer }
+        return try body()
+    }
 
     // MARK: - Dispatch
 
@@ -237,7 +262,9 @@ package final class SecretService: @unchecked Sendable {
     func itemInfo(_ name: ObjectPath.CollectionName, _ id: [UInt8]) throws -> SecretServiceItemInfo {
         let collection = try collectionID(name)
         if collection == SessionCollection.id {
-            guard sessionCollection.item(id) != nil else { throw SecretServiceErrors.noSuchObject("no such item") }
+            guard sessionCollection.item(id, for: engine.caller) != nil else {
+                throw SecretServiceErrors.noSuchObject("no such item")
+            }
             return SecretServiceItemInfo(id: id, collection: collection, locked: engine.lockState().collectionsLocked)
         }
         switch Result(catching: { () throws(SecError) -> SecretServiceItemInfo? in
@@ -277,6 +304,7 @@ package final class SecretService: @unchecked Sendable {
         sessions.closeAll(owner: name)
         prompts.removeAll(owner: name)
         pendingSearches.removeAll(owner: name)
+        busCallers.forget(name)
     }
 
     /// "pid 812 (gnome-keyring-d, /usr/bin/gnome-keyring-daemon)" for the owner of `name`, as far as

@@ -22,15 +22,18 @@ package final class SecretServiceHost: @unchecked Sendable {
     private let prompter: PinentryPrompter
     private let runtimeDirectory: String
     private let log: Logger
+    private let policy: any BusClientPolicy
     /// The running service, and the problems already logged (each is logged once).
     private let state = Locked<(service: SecretService?, reported: Set<String>)>((nil, []))
 
     /// A host for `keychain`'s Secret Service; it logs to `log` (the agent's logger: info for what it
-    /// did, warning for what it could not do; never a secret).
+    /// did, warning for what it could not do; never a secret). `policy` decides what each bus client
+    /// may reach.
     package init(
         keychain: Keychain, prompter: PinentryPrompter, runtimeDirectory: String,
-        log: Logger
+        log: Logger, policy: any BusClientPolicy = UnlistedBusClients()
     ) {
+        self.policy = policy
         self.keychain = keychain
         self.prompter = prompter
         self.runtimeDirectory = runtimeDirectory
@@ -56,7 +59,8 @@ package final class SecretServiceHost: @unchecked Sendable {
     func attach(_ endpoint: BusEndpoint) {
         guard !isServing else { return }
         do {
-            let started = try SecretService.start(on: endpoint, keychain: keychain, prompter: prompter, log: log)
+            let started = try SecretService.start(
+                on: endpoint, keychain: keychain, prompter: prompter, log: log, policy: policy)
             state.withLock { $0.service = started }
             log.info("Secret Service: serving \(SS.busName) on \(endpoint)")
         } catch {

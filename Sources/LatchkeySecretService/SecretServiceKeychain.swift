@@ -7,16 +7,10 @@ import LatchkeyModel
 
 extension Keychain {
     /// The keychain's Secret Service operations (docs/SECRET-SERVICE.md).
-    package var secretService: SecretServiceKeychain { SecretServiceKeychain(keychain: self) }
-}
-
-extension Caller {
-    /// Who a Secret Service request is put to the access policy as, until bus callers are mapped to their
-    /// applications' groups (`BusCallers` identifies them; issue 12): every client is treated as an
-    /// unlisted program of the user, which may use the `default` group only (pid 0: no process named).
-    /// So items other applications keep in their own groups are not reachable through the bus either.
-    static var secretServiceClient: Caller {
-        Caller(uid: getuid(), pid: 0, accessGroups: [Caller.defaultAccessGroup], mayUseAnyGroup: false)
+    /// The keychain's Secret Service operations for a client the agent has not identified (an unlisted
+    /// program: the `default` group only).
+    package var secretService: SecretServiceKeychain {
+        SecretServiceKeychain(keychain: self, caller: UnlistedBusClients().caller(ofBusClient: nil))
     }
 }
 
@@ -35,7 +29,7 @@ package struct SecretServiceKeychain: Sendable {
     /// Who the requests are made for.
     let caller: Caller
 
-    init(keychain: Keychain, caller: Caller = .secretServiceClient) {
+    init(keychain: Keychain, caller: Caller) {
         self.keychain = keychain
         self.caller = caller
     }

@@ -15,6 +15,9 @@ import LatchkeySecrets
 /// attributes stay readable to the service, as gnome-keyring keeps them, so a search finds locked
 /// items; clients see them only while the collection is unlocked, like the stored items'.
 ///
+/// Each item belongs to the access group of the client that made it (its first), and only clients that
+/// may use that group see it, as stored items (docs/IDENTITY.md §4).
+///
 /// What it holds is capped (items, and the memory they take): any program of the user's can add to it,
 /// and it is the agent's memory.
 ///
@@ -31,6 +34,8 @@ final class SessionCollection {
         var label: String
         var attributes: SecretAttributes
         var contentType: String
+        /// The access group it belongs to: its maker's first.
+        var group: String
         /// The secret, sealed (`SecretServiceKeychain.sealInMemory`, bound to `id`).
         var sealed: [UInt8]
         /// Unix seconds.
@@ -53,18 +58,18 @@ final class SessionCollection {
         /// a fifth more in that test.
         var size: Int {
             2 * MemoryLayout<Item>.stride + Self.size(id) + Self.size(sealed) + Self.size(attributes.pairs)
-                + Self.size(label) + Self.size(contentType)
+                + Self.size(label) + Self.size(contentType) + Self.size(group)
                 + attributes.pairs.reduce(0) { $0 + Self.size($1.name) + Self.size($1.value) }
         }
 
         /// The item, with its strings in storage of their exact length (see `size`).
         static func made(
-            id: [UInt8], label: String, attributes: SecretAttributes, contentType: String, sealed: [UInt8],
-            created: UInt64, modified: UInt64
+            id: [UInt8], label: String, attributes: SecretAttributes, contentType: String, group: String,
+            sealed: [UInt8], created: UInt64, modified: UInt64
         ) -> Item {
             Item(
                 id: id, label: compact(label), attributes: compact(attributes), contentType: compact(contentType),
-                sealed: sealed, created: created, modified: modified)
+                group: compact(group), sealed: sealed, created: created, modified: modified)
         }
 
         static func compact(_ attributes: SecretAttributes) -> SecretAttributes {
@@ -114,11 +119,24 @@ final class SessionCollection {
         SecretServiceCollection(id: Self.id, label: label, created: created, modified: modified)
     }
 
-    func item(_ id: [UInt8]) -> Item? { items.first { $0.id == id } }
+    /// Item `id`, if `caller` may use its group.
+    func item(_ id: [UInt8], for caller: Caller) -> Item? {
+        items.first { $0.id == id && caller.mayUse(group: $0.group) }
+    }
 
-    /// The ids of the items whose attributes include every pair of `query`, in the order they were made.
-    func search(_ query: SecretAttributes) -> [[UInt8]] {
-        items.filter { Self.includes($0.attributes, query) }.map(\.id)
+    /// The ids of the items `caller` may use whose attributes include every pair of `query`, in the order
+    /// they were made.
+    func search(_ query: SecretAttributes, for caller: Caller) -> [[UInt8]] {
+        items.filter { caller.mayUse(group: $0.group) && Self.includes($0.attributes, query) }.map(\.id)
+    }
+
+    /// Where `caller`'s item `id` is in `items`; errSecItemNotFound for an item of a group it may not use,
+    /// as for none.
+    private func index(of id: [UInt8], for caller: Caller) throws(SecError) -> Int {
+        guard let index = items.firstIndex(where: { $0.id == id }), caller.mayUse(group: items[index].group) else {
+            throw .notFound
+        }
+        return index
     }
 
     /// Whether `attributes` has every pair of `query`: one merge of the two name-sorted lists, so that a
@@ -151,7 +169,10 @@ final class SessionCollection {
         _ engine: SecretServiceKeychain
     ) throws -> (id: [UInt8], created: Bool) {
         try SecretServiceKeychain.validate(label: label, attributes: attributes, secret: secret)
-        if replace, let existing = items.first(where: { $0.attributes == attributes }) {
+        guard let group = engine.caller.accessGroups.first else {
+            throw SecError(SecStatus.missingEntitlement, "the caller may use no access group")
+        }
+        if replace, let existing = items.first(where: { $0.attributes == attributes && $0.group == group }) {
             try update(existing.id, label: label, secret: secret, engine)
             return (existing.id, false)
         }
@@ -159,7 +180,7 @@ final class SessionCollection {
         let id = try SecureRandom.bytes(16)
         let now = Self.now()
         let item = Item.made(
-            id: id, label: label, attributes: attributes, contentType: secret.contentType,
+            id: id, label: label, attributes: attributes, contentType: secret.contentType, group: group,
             sealed: try engine.sealInMemory(secret.value, salt: salt, aad: id), created: now, modified: now)
         guard bytes + item.size <= Self.maxBytes else {
             throw Self.full("its items take at most \(Self.maxBytes >> 20) MiB of memory")
@@ -172,7 +193,7 @@ final class SessionCollection {
     /// An item's secret; errSecInteractionNotAllowed while the keychain is locked, errSecItemNotFound
     /// when there is no such item.
     func secret(_ id: [UInt8], _ engine: SecretServiceKeychain) throws(SecError) -> SecretServiceSecret {
-        guard let item = item(id) else { throw .notFound }
+        guard let item = item(id, for: engine.caller) else { throw .notFound }
         return SecretServiceSecret(
             value: try engine.openInMemory(item.sealed, salt: salt, aad: id), contentType: item.contentType)
     }
@@ -183,7 +204,7 @@ final class SessionCollection {
         _ id: [UInt8], label: String? = nil, attributes: SecretAttributes? = nil,
         secret: SecretServiceSecret? = nil, _ engine: SecretServiceKeychain
     ) throws {
-        guard let index = items.firstIndex(where: { $0.id == id }) else { throw SecError.notFound }
+        let index = try index(of: id, for: engine.caller)
         if let label, label.utf8.count > SecretServiceLimits.maxStringBytes { throw SecError.param("label too long") }
         try attributes?.validate()
         if let secret { try SecretServiceKeychain.validate(secret) }
@@ -206,9 +227,9 @@ final class SessionCollection {
         if secret != nil { SecretBytes.wipe(&replaced) }
     }
 
-    /// Deletes an item (locked or not, as any item); errSecItemNotFound when there is none.
-    func delete(_ id: [UInt8]) throws(SecError) {
-        guard let index = items.firstIndex(where: { $0.id == id }) else { throw .notFound }
+    /// Deletes `caller`'s item (locked or not, as any item); errSecItemNotFound when there is none.
+    func delete(_ id: [UInt8], for caller: Caller) throws(SecError) {
+        let index = try index(of: id, for: caller)
         bytes -= items[index].size
         var removed = items.remove(at: index)
         SecretBytes.wipe(&removed.sealed)

@@ -31,7 +31,7 @@ final class SecretServicePolicyTests: XCTestCase {
             secret: SecretServiceSecret(value: [1], contentType: "x"), replace: false)
         let asked = policy.take()
         XCTAssertEqual(asked.map(\.kind), [.add])
-        XCTAssertEqual(asked.first?.caller, Caller.secretServiceClient)
+        XCTAssertEqual(asked.first?.caller, UnlistedBusClients().caller(ofBusClient: nil))
         XCTAssertEqual(asked.first?.itemClass, .genericPassword)
         XCTAssertNotNil(
             try other.copy(genp("s", "a", ["agrp": .string("from-the-policy"), "r_PersistentRef": .bool(true)])))

@@ -1,0 +1,26 @@
+import LatchkeyApplications
+import LatchkeyEngine
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the agent decides about a client of its bus services (docs/IDENTITY.md §4): the Secret Service
+/// asks, the agent's one place of policy (`CallerPolicy`) answers, for bus calls as for socket requests.
+package protocol BusClientPolicy: Sendable {
+    /// The caller that a request of the bus client with `identity` is put to the engine as (`nil`: the
+    /// bus daemon gave no credentials for it).
+    func caller(ofBusClient identity: CallerIdentity?) -> Caller
+}
+
+/// Every bus client is an unlisted program of the user: it may use the `default` group only. What the
+/// Secret Service does where the agent gives no policy (tests of the service alone).
+package struct UnlistedBusClients: BusClientPolicy {
+    package init() {}
+
+    package func caller(ofBusClient identity: CallerIdentity?) -> Caller {
+        Caller(
+            uid: getuid(), pid: identity?.pid ?? 0, accessGroups: [Caller.defaultAccessGroup],
+            mayUseAnyGroup: false)
+    }
+}
