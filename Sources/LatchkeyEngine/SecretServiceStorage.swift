@@ -290,16 +290,23 @@ package struct SecretServiceStorage {
 
     /// Deletes every item of collection `id` (found by its collection hash, so locked ones too) and
     /// stores `state`, in one transaction; returns the ids of the deleted items.
+    /// errSecMissingEntitlement, deleting nothing, while the collection holds items of groups outside the
+    /// scope: deleting the collection would leave them in none, and they are not the caller's to delete.
     package func deleteItems(ofCollection id: String, savingState state: SecValue) throws -> [[UInt8]] {
         // A whole collection goes only while the keychain is unlocked: the kept lookup key finds its items,
         // but must not be enough to delete them (unlike one item, as SecItemDelete, through `delete`).
         _ = try keys.key(for: .afterFirstUnlock)
         let indexKey = try keys.requireIndexKey()
-        let headers = try store.headers(
-            matching: RowFilter(
-                itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,
-                allOfHashes: [SecretServiceMapping.collectionHash(id, indexKey: indexKey)],
-                anyOfHashes: try scopeHashes()))
+        let members = RowFilter(
+            itemClass: Int(ItemClass.genericPassword.rawValue), synchronizable: nil,
+            allOfHashes: [try SecretServiceMapping.collectionHash(id, indexKey: indexKey)])
+        var scoped = members
+        scoped.anyOfHashes = try scopeHashes()
+        let headers = try store.headers(matching: scoped)
+        if scoped.anyOfHashes != nil, try store.headers(matching: members).count != headers.count {
+            throw SecError(
+                SecStatus.missingEntitlement, "the collection holds items of other applications; it is not deleted")
+        }
         try store.transaction {
             _ = try store.delete(ids: headers.map(\.id))
             try saveState(state)

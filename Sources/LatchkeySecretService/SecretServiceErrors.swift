@@ -12,6 +12,8 @@ enum SecretServiceErrors {
             return noSuchObject(error.detail ?? "no such object")
         case SecStatus.param:
             return invalidArgs(error.detail ?? "invalid argument")
+        case SecStatus.missingEntitlement:
+            return BusError(name: SS.ErrorName.accessDenied, message: error.detail ?? "not this client's")
         case SecStatus.unimplemented:
             return BusError(name: SS.ErrorName.notSupported, message: error.detail ?? "not supported")
         default:

@@ -29,6 +29,7 @@ enum SS {
         static let unknownProperty = "org.freedesktop.DBus.Error.UnknownProperty"
         static let failed = "org.freedesktop.DBus.Error.Failed"
         static let limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
+        static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
     }
 
     /// Property names used in `CreateItem`/`CreateCollection` dictionaries.

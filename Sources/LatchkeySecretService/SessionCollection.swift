@@ -46,14 +46,14 @@ final class SessionCollection {
         /// costs a 32-byte pair however short, and a 16-byte name a 64-byte block besides), but every block
         /// it holds, as Swift and glibc's malloc lay them out on 64-bit Linux (SessionCollectionUnitTests'
         /// testCapBoundsWhatItemsTakeInMemory measures it):
-        /// - its place in `items`, whose capacity doubles as it grows: twice `Item`'s stride (72 bytes);
+        /// - its place in `items`, whose capacity doubles as it grows: twice `Item`'s stride (88 bytes);
         /// - each array it holds (its id, sealed secret and attribute pairs, each pair two 16-byte `String`s):
         ///   its capacity, Swift's 32-byte header and malloc's 8-byte chunk header and 16-byte rounding;
         /// - each string longer than 15 bytes (shorter ones live inside the `String`): a block of its bytes,
         ///   a NUL, Swift's 32-byte header, malloc's chunk header and rounding. `Item.made` stores strings
         ///   without the spare capacity a string built by appending keeps, so their length is what they take.
-        /// An item with no attributes, label or secret counts 318 bytes (210 measured); one as libsecret's
-        /// clients store them (a label, five attributes, a short password) about 920, so that 4,096 of them
+        /// An item with no attributes, label or secret counts 350 bytes; one as libsecret's
+        /// clients store them (a label, five attributes, a short password) about 950, so that 4,096 of them
         /// take less than a quarter of the cap. What malloc keeps between the blocks comes on top: at worst
         /// a fifth more in that test.
         var size: Int {

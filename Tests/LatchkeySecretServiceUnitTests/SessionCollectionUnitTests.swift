@@ -44,7 +44,7 @@ final class SessionCollectionUnitTests: XCTestCase {
         let made = try collection.create(
             label: "L", attributes: attrs([("k", "v")]), secret: text("in memory"), replace: false, ss)
         XCTAssertTrue(made.created)
-        let item = try XCTUnwrap(collection.item(made.id))
+        let item = try XCTUnwrap(collection.item(made.id, for: ss.caller))
         XCTAssertNil(
             item.sealed.firstRange(of: Array("in memory".utf8)), "the secret is kept sealed, never in the clear")
         XCTAssertEqual(try collection.secret(made.id, ss).value, Array("in memory".utf8))
@@ -57,16 +57,53 @@ final class SessionCollectionUnitTests: XCTestCase {
                 _ = try collection.create(label: "", attributes: attrs([]), secret: text(""), replace: false, ss)
             },
             SecStatus.interactionNotAllowed)
-        XCTAssertEqual(collection.search(attrs([("k", "v")])), [made.id], "found while locked, by its attributes")
+        XCTAssertEqual(
+            collection.search(attrs([("k", "v")]), for: ss.caller), [made.id], "found while locked, by its attributes")
 
         try kc.unlock(password: secret("pw"))
         XCTAssertEqual(try collection.secret(made.id, ss).value, Array("in memory".utf8))
         // Another agent cannot open it: the salt is this collection's, drawn when it was made.
         let otherSalt = (0..<32).map { _ in UInt8.random(in: 0...255) }
         XCTAssertEqual(status { _ = try ss.openInMemory(item.sealed, salt: otherSalt, aad: made.id) }, SecStatus.decode)
-        try collection.delete(made.id)
-        XCTAssertNil(collection.item(made.id))
+        try collection.delete(made.id, for: ss.caller)
+        XCTAssertNil(collection.item(made.id, for: ss.caller))
         XCTAssertEqual(status { _ = try collection.secret(made.id, ss) }, SecStatus.itemNotFound)
+    }
+
+    /// Each item belongs to its maker's first group: a client of other groups neither finds, reads,
+    /// changes, replaces nor deletes it; one that may use any group does.
+    func testItemsBelongToTheirMakersGroup() throws {
+        let (kc, _) = try makeKeychain()
+        func client(_ groups: [String], any: Bool = false) -> SecretServiceKeychain {
+            SecretServiceKeychain(
+                keychain: kc, caller: Caller(uid: getuid(), pid: 1, accessGroups: groups, mayUseAnyGroup: any))
+        }
+        let mail = client(["mail", "shared"]), chat = client(["chat", "shared"]), admin = client([], any: true)
+        let collection = try SessionCollection()
+        let made = try collection.create(
+            label: "m", attributes: attrs([("k", "v")]), secret: text("mail's"), replace: true, mail)
+        XCTAssertEqual(collection.search(attrs([("k", "v")]), for: chat.caller), [])
+        XCTAssertNil(collection.item(made.id, for: chat.caller))
+        XCTAssertThrowsError(try collection.secret(made.id, chat)) { XCTAssertEqual($0 as? SecError, .notFound) }
+        XCTAssertThrowsError(try collection.update(made.id, label: "x", chat)) {
+            XCTAssertEqual($0 as? SecError, .notFound)
+        }
+        XCTAssertThrowsError(try collection.delete(made.id, for: chat.caller)) {
+            XCTAssertEqual($0 as? SecError, .notFound)
+        }
+        // chat's store with the same attributes and replace is a new item of chat's, beside mail's.
+        let chats = try collection.create(
+            label: "c", attributes: attrs([("k", "v")]), secret: text("chat's"), replace: true, chat)
+        XCTAssertTrue(chats.created)
+        XCTAssertEqual(try collection.secret(made.id, mail).value, Array("mail's".utf8))
+        XCTAssertEqual(collection.search(attrs([("k", "v")]), for: mail.caller), [made.id])
+        XCTAssertEqual(collection.search(attrs([("k", "v")]), for: admin.caller), [made.id, chats.id])
+        // A caller with no group (another uid) may add nothing.
+        XCTAssertThrowsError(
+            try collection.create(label: "", attributes: attrs([]), secret: text("x"), replace: false, client([]))
+        ) { XCTAssertEqual(($0 as? SecError)?.status, SecStatus.missingEntitlement) }
+        try collection.delete(made.id, for: mail.caller)
+        XCTAssertEqual(collection.search(attrs([("k", "v")]), for: admin.caller), [chats.id])
     }
 
     func testReplaceAndCaps() throws {
@@ -80,7 +117,7 @@ final class SessionCollectionUnitTests: XCTestCase {
         XCTAssertEqual(again.id, first.id)
         XCTAssertFalse(again.created)
         XCTAssertEqual(try collection.secret(first.id, ss).value, Array("two".utf8))
-        XCTAssertEqual(collection.item(first.id)?.label, "2")
+        XCTAssertEqual(collection.item(first.id, for: ss.caller)?.label, "2")
         let other = try collection.create(
             label: "3", attributes: attrs([("a", "1")]), secret: text("three"), replace: true, ss)
         XCTAssertTrue(other.created, "a subset of the attributes is another item")

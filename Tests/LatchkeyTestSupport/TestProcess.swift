@@ -39,12 +39,17 @@ public enum TestProcess {
     }
 
     /// Runs `executable` (an absolute path) with `arguments`, writes `input` to its standard input and
-    /// waits for it; returns its exit status and output.
+    /// waits for it; returns its exit status and output. `environment` is set on top of this process's.
     @discardableResult
-    public static func run(_ executable: String, _ arguments: [String], input: String? = nil) throws -> Output {
+    public static func run(
+        _ executable: String, _ arguments: [String], input: String? = nil, environment: [String: String] = [:]
+    ) throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout

@@ -1,0 +1,140 @@
+import Foundation
+import LatchkeyDBus
+import LatchkeyTestSupport
+import XCTest
+
+@testable import Latchkey
+
+/// Applications own their items through the Secret Service too (issue 12 §4, docs/IDENTITY.md §4): two
+/// copies of Debian's `secret-tool`, installed root-owned in a root-owned directory under /run, each with
+/// an application file granting it a group of its own, each on a bus connection of its own, against the
+/// real agent on a private dbus-daemon. Root only: the files must be root's to count.
+final class BusAccessGroupTests: SecretServiceTestCase {
+    private var root = ""
+    private var mail: String { root + "/bin/mail" }
+    private var chat: String { root + "/bin/chat" }
+    private let unlisted = "/usr/bin/secret-tool"
+
+    override func setUpWithError() throws {
+        guard geteuid() == 0 else { throw XCTSkip("application files must be root's") }
+        guard FileManager.default.isExecutableFile(atPath: unlisted) else {
+            throw XCTSkip("secret-tool is not installed (apt-get install libsecret-tools)")
+        }
+        try super.setUpWithError()
+        var template = Array("/run/latchkey-bus-groups.XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw XCTSkip("mkdtemp under /run failed: errno \(errno)") }
+        root = String(cString: made)
+        XCTAssertEqual(chmod(root, 0o755), 0)
+        for directory in ["apps", "bin"] { XCTAssertEqual(mkdir(root + "/" + directory, 0o755), 0) }
+        for (name, id, group) in [("mail", "org.example.Mail", "mail"), ("chat", "org.example.Chat", "chat")] {
+            try FileManager.default.copyItem(atPath: unlisted, toPath: root + "/bin/" + name)
+            XCTAssertEqual(chmod(root + "/bin/" + name, 0o755), 0)
+            try Data("[Application]\nId=\(id)\nExecutable=\(root)/bin/\(name)\nAccessGroups=\(group);shared\n".utf8)
+                .write(to: URL(fileURLWithPath: root + "/apps/\(name).conf"))
+        }
+        setenv("LATCHKEY_APPLICATIONS_DIRS", root + "/apps", 1)
+        try createKeychain()
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        unsetenv("LATCHKEY_APPLICATIONS_DIRS")
+        if !root.isEmpty { try? FileManager.default.removeItem(atPath: root) }
+    }
+
+    /// Runs `program` (a copy of secret-tool); its exit status and standard output.
+    private func run(
+        _ program: String, _ arguments: String..., input: String? = nil, environment: [String: String] = [:]
+    ) throws -> (status: Int32, out: String) {
+        let result = try TestProcess.run(program, arguments, input: input, environment: environment)
+        return (result.status, result.out)
+    }
+
+    /// The SecItem view of the store, for the item's group: what `latchkey` shows with every group.
+    private func groups(service: String) throws -> [String] {
+        let dump = try cli(["dump-keychain", "--all-groups", "--keychain-password-fd", "0"], input: "pw\n")
+        XCTAssertEqual(dump.status, 0, dump.err)
+        return dump.out.components(separatedBy: "\n\n").filter { $0.contains("\"\(service)\"") }.compactMap { entry in
+            entry.split(separator: "\n").first { $0.contains("\"agrp\"") }.map { String($0) }
+        }
+    }
+
+    func testEachApplicationReachesOnlyItsOwnItemsOverTheBus() throws {
+        XCTAssertEqual(try run(mail, "store", "--label", "Mail", "service", "imap", input: "mail's").status, 0)
+        XCTAssertEqual(try run(mail, "lookup", "service", "imap").out, "mail's", "its own item")
+        XCTAssertNotEqual(try run(chat, "lookup", "service", "imap").status, 0, "another application's item")
+        XCTAssertEqual(try run(chat, "search", "--all", "service", "imap").out, "", "not listed either")
+        XCTAssertNotEqual(try run(unlisted, "lookup", "service", "imap").status, 0, "nor an unlisted program's")
+        // chat's clear finds nothing to delete; storing the same attributes makes chat's own item.
+        _ = try run(chat, "clear", "service", "imap")
+        XCTAssertEqual(try run(mail, "lookup", "service", "imap").out, "mail's", "still there")
+        XCTAssertEqual(try run(chat, "store", "--label", "Chat", "service", "imap", input: "chat's").status, 0)
+        XCTAssertEqual(try run(chat, "lookup", "service", "imap").out, "chat's")
+        XCTAssertEqual(try run(mail, "lookup", "service", "imap").out, "mail's", "not replaced by chat's")
+        // An unlisted program's items are in `default`, which neither application was granted.
+        XCTAssertEqual(try run(unlisted, "store", "--label", "Any", "service", "web", input: "everyone's").status, 0)
+        XCTAssertNotEqual(try run(mail, "lookup", "service", "web").status, 0)
+        XCTAssertEqual(try run(unlisted, "lookup", "service", "web").out, "everyone's")
+        // Each item went to its maker's first group, as a SecItem add would have.
+        let imap = try groups(service: "imap").joined(separator: "\n")
+        XCTAssertTrue(imap.contains("\"mail\"") && imap.contains("\"chat\""), imap)
+        XCTAssertTrue(try groups(service: "web").joined().contains("\"default\""))
+        // mail's clear deletes its own item only.
+        XCTAssertEqual(try run(mail, "clear", "service", "imap").status, 0)
+        XCTAssertNotEqual(try run(mail, "lookup", "service", "imap").status, 0)
+        XCTAssertEqual(try run(chat, "lookup", "service", "imap").out, "chat's")
+    }
+
+    func testTheSessionCollectionKeepsEachApplicationsItemsApart() throws {
+        let store = ["store", "--collection", "session", "--label", "Token", "service", "tok"]
+        XCTAssertEqual(try TestProcess.run(mail, store, input: "mail's token").status, 0)
+        XCTAssertEqual(try run(mail, "lookup", "service", "tok").out, "mail's token")
+        XCTAssertNotEqual(try run(chat, "lookup", "service", "tok").status, 0)
+        XCTAssertNotEqual(try run(unlisted, "lookup", "service", "tok").status, 0)
+        _ = try run(chat, "clear", "service", "tok")
+        XCTAssertEqual(try run(mail, "lookup", "service", "tok").out, "mail's token")
+        // The same attributes stored by chat are chat's item, beside mail's.
+        XCTAssertEqual(try TestProcess.run(chat, store, input: "chat's token").status, 0)
+        XCTAssertEqual(try run(chat, "lookup", "service", "tok").out, "chat's token")
+        XCTAssertEqual(try run(mail, "lookup", "service", "tok").out, "mail's token")
+    }
+
+    /// Collections are shared; deleting one that holds another application's items deletes nothing
+    /// (AccessDenied), so those items are neither deleted by a client that cannot see them nor left in
+    /// no collection.
+    func testACollectionWithAnotherApplicationsItemsIsNotDeleted() throws {
+        let client = try SecretServiceClient(bus.address)
+        let label = BusValue.dictionary(
+            keyType: "s", valueType: "v",
+            [(.string("org.freedesktop.Secret.Collection.Label"), .variant(.string("Work")))])
+        let made = try client.call(SSPath.service, SSPath.serviceInterface, "CreateCollection", [label, .string("")])
+        let work = try XCTUnwrap(made.first?.string)
+        XCTAssertEqual(
+            try run(mail, "store", "--collection", work, "--label", "M", "service", "vpn", input: "mail's").status, 0)
+        XCTAssertEqual(
+            client.errorName(work, "org.freedesktop.Secret.Collection", "Delete"),
+            "org.freedesktop.DBus.Error.AccessDenied")
+        XCTAssertEqual(try run(mail, "lookup", "service", "vpn").out, "mail's", "nothing was deleted")
+        XCTAssertEqual(try run(mail, "clear", "service", "vpn").status, 0)
+        XCTAssertNil(client.errorName(work, "org.freedesktop.Secret.Collection", "Delete"), "now only its own")
+    }
+
+    /// A copy of an entitled program elsewhere, or the program started with a loader variable, is an
+    /// unlisted program on the bus as on the socket.
+    func testImpostorsGetNoApplicationIdentityOverTheBus() throws {
+        XCTAssertEqual(try run(mail, "store", "--label", "Mail", "service", "imap", input: "mail's").status, 0)
+        let copy = runtimeDirectory + "/mail"
+        try FileManager.default.copyItem(atPath: mail, toPath: copy)
+        XCTAssertEqual(chmod(copy, 0o755), 0)
+        XCTAssertNotEqual(try run(copy, "lookup", "service", "imap").status, 0, "a copy in a user-writable place")
+        let library = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"].first {
+            FileManager.default.fileExists(atPath: $0)
+        }
+        if let library {
+            XCTAssertNotEqual(
+                try run(mail, "lookup", "service", "imap", environment: ["LD_PRELOAD": library]).status, 0,
+                "started under LD_PRELOAD")
+        }
+        XCTAssertEqual(try run(mail, "lookup", "service", "imap").out, "mail's")
+    }
+}
