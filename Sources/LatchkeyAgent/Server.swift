@@ -91,7 +91,9 @@ package final class AgentServer: @unchecked Sendable {
             peer.uid == getuid()
             ? CallerIdentification.identify(connection: fd, pid: peer.pid, uid: peer.uid)
             : (CallerIdentification.unidentified(uid: peer.uid, pid: peer.pid, "not the user's process"), .refused)
-        let caller = Caller(uid: peer.uid, pid: peer.pid, executable: identity.executable?.path ?? peer.executable)
+        // Who the peer is, for logs and the uid checks; what it may reach is decided per request (`CallerPolicy`).
+        let caller = Caller(
+            uid: peer.uid, pid: peer.pid, executable: identity.executable?.path ?? peer.executable, accessGroups: [])
         poller.admit(
             Connection(
                 fd: fd, caller: caller, peer: peer.uid == getuid() ? .user : .root, identity: identity,

@@ -1,10 +1,7 @@
-/// Who is calling the engine: the peer of an agent connection, as `SO_PEERCRED` and `/proc` tell it (or a
-/// Secret Service client).
-///
-/// Access groups are carried now so that per-application groups can be enforced later without changing
-/// the engine's interface: the access policy (`AccessGroupPolicy`) lets every caller of the user's own uid
-/// use every group, and puts items added without `kSecAttrAccessGroup` in the caller's first group,
-/// `Caller.defaultAccessGroup` unless it says otherwise.
+/// Who is calling the engine: a socket caller or a Secret Service client, with the access groups the
+/// agent's `CallerPolicy` gave it (docs/IDENTITY.md, docs/APPLICATIONS.md). The access policy
+/// (`AccessGroupPolicy`) lets it use those groups only (or any, for an administrator who proved the
+/// keychain password), and puts items added without `kSecAttrAccessGroup` in its first group.
 package struct Caller: Sendable, Equatable {
     /// The group items go to when the caller names none.
     package static let defaultAccessGroup = "default"
@@ -15,12 +12,13 @@ package struct Caller: Sendable, Equatable {
     package var executable: String?
     /// The caller's access groups, in order; the first is where new items go.
     package var accessGroups: [String]
-    /// Whether the caller may use groups outside `accessGroups` (true until per-application groups exist).
+    /// Whether the caller may use groups outside `accessGroups` (`latchkey --all-groups` after the
+    /// keychain password; the engine's own tests).
     package var mayUseAnyGroup: Bool
 
     package init(
         uid: UInt32, pid: Int32, executable: String? = nil,
-        accessGroups: [String] = [Caller.defaultAccessGroup], mayUseAnyGroup: Bool = true
+        accessGroups: [String] = [Caller.defaultAccessGroup], mayUseAnyGroup: Bool = false
     ) {
         self.uid = uid
         self.pid = pid

@@ -9,7 +9,7 @@ import LatchkeySecrets
 
 /// Cheap Argon2id parameters so that tests create keychains in milliseconds (allowWeak only).
 package let testParameters = Argon2Parameters(timeCost: 1, memoryKiB: 8192, parallelism: 1)
-package let testCaller = Caller(uid: getuid(), pid: getpid())
+package let testCaller = Caller(uid: getuid(), pid: getpid(), mayUseAnyGroup: true)
 
 package func secret(_ text: String) -> SecretBytes { SecretBytes(copying: Array(text.utf8)) }
 
