@@ -101,9 +101,13 @@ nonisolated(unsafe) public let kSecAttrAccessible: CFString = SecAttr.accessible
 /// Apple's `kSecAttrAccessControl`. Not implemented yet: errSecUnimplemented for a SecAccessControl's
 /// serialised data, errSecParam for a value of any other type (Apple's type check).
 nonisolated(unsafe) public let kSecAttrAccessControl: CFString = SecAttr.accessControl as NSString
-/// Apple's `kSecAttrAccessGroup`. Stored and part of uniqueness; items added without one go to
-/// the group `default`. Not enforced yet: every process of the user may use every group.
+/// Apple's `kSecAttrAccessGroup`. Stored and part of uniqueness; items added without one go to the
+/// calling application's first group (`default` for a program without an application file). A group
+/// outside the caller's is errSecMissingEntitlement (docs/APPLICATIONS.md).
 nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = SecAttr.accessGroup as NSString
+/// Apple's `kSecAttrAccessGroupToken` (`com.apple.token`): the group of items that tokens provide. Every
+/// caller may query it; adding, changing or deleting in it is errSecMissingEntitlement.
+nonisolated(unsafe) public let kSecAttrAccessGroupToken: CFString = "com.apple.token" as NSString
 /// Apple's `kSecAttrSynchronizable`. Stored and matched as on Apple systems (false by default);
 /// nothing is synchronised, since there is no iCloud Keychain.
 nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = SecAttr.synchronizable as NSString

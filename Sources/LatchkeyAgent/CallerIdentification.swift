@@ -69,12 +69,18 @@ enum IdentityStanding: Sendable, Equatable {
     case refused
 
     /// Before reading a request that has started to arrive on `connection`: settles `awaitingWriter`
-    /// by the writer of its first byte.
-    mutating func beforeReading(connection: Int32, pid: Int32) {
+    /// by the writer of its first byte. The writer's pid must be the `identified` process's, and that
+    /// process must still be running now: if it is, it was running when the byte was written, so no other
+    /// process had its pid then. (If it exited, its pid may have been given to another process, which
+    /// could hold the connection: a pid is only a number.)
+    mutating func beforeReading(connection: Int32, identified: CallerIdentity) {
         guard self == .awaitingWriter else { return }
         var writer: Int32 = 0
         switch latchkey_socket_next_writer(connection, &writer) {
-        case 1: self = writer == pid ? .confirmed : .refused
+        case 1:
+            self =
+                writer == identified.pid && ProcessInspection.isRunning(pid: writer, started: identified.started)
+                ? .confirmed : .refused
         // End of file: no request comes, and reading says so.
         case 0: break
         // Nothing waits yet (a spurious wake-up): the next request decides.

@@ -14,9 +14,11 @@ import LatchkeySystem
 /// engine's `AccessGroupPolicy` then decides each request on those groups.
 package final class CallerPolicy: Sendable {
     /// The environment variable that names other application directories than the packaged ones
-    /// (colon-separated, lowest precedence first). They count only under the same rule as the default
-    /// ones (owned by root and writable by root only, every directory above too), so a process of the
-    /// user that starts an agent with it can only choose among files root wrote; tests use it.
+    /// (colon-separated, lowest precedence first), for tests. Honoured only by an agent running as root:
+    /// any process of the user can start the agent, and with it choose which of root's files count (none,
+    /// or the packages' without the administrator's overrides), so a user's agent ignores it and says so.
+    /// The directories then count under the same rule as the default ones (owned by root and writable by
+    /// root only, every directory above too).
     package static let directoriesVariable = "LATCHKEY_APPLICATIONS_DIRS"
 
     let applications: ApplicationRegistryWatch
@@ -29,9 +31,16 @@ package final class CallerPolicy: Sendable {
         }
     }
 
-    /// The directories `LATCHKEY_APPLICATIONS_DIRS` names (absolute paths only), or the default ones.
-    static func configuredDirectories() -> [String] {
+    /// The directories `LATCHKEY_APPLICATIONS_DIRS` names (absolute paths only) for an agent whose
+    /// effective uid is root, or the default ones.
+    static func configuredDirectories(euid: uid_t = geteuid()) -> [String] {
         guard let value = Environment.value(directoriesVariable), !value.isEmpty else {
+            return ApplicationRegistry.defaultDirectories
+        }
+        guard euid == 0 else {
+            AgentLog.warning(
+                "\(directoriesVariable) is ignored: only an agent running as root honours it (tests); "
+                    + "application files are read from the default directories")
             return ApplicationRegistry.defaultDirectories
         }
         let named = value.split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
@@ -63,7 +72,9 @@ struct GroupAuthorization: Sendable, Equatable {
         guard everyGroup || !groups.isEmpty else { return caller }
         var widened = caller
         if everyGroup { widened.mayUseAnyGroup = true }
-        for group in groups where !widened.accessGroups.contains(group) { widened.accessGroups.append(group) }
+        for group in groups where !widened.accessGroups.contains(where: { Caller.sameAccessGroup($0, group) }) {
+            widened.accessGroups.append(group)
+        }
         return widened
     }
 }

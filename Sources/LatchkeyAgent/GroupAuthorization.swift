@@ -27,7 +27,9 @@ extension AgentService {
         if groups.contains(Request.allAccessGroups) {
             authorization.everyGroup = true
         } else {
-            for group in groups where !authorization.groups.contains(group) { authorization.groups.append(group) }
+            for group in groups where !authorization.groups.contains(where: { Caller.sameAccessGroup($0, group) }) {
+                authorization.groups.append(group)
+            }
         }
         AgentLog.info(
             "pid \(caller.pid) authorized with the keychain password: "

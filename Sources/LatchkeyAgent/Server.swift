@@ -132,7 +132,7 @@ package final class AgentServer: @unchecked Sendable {
         let fd = connection.fd
         let caller = connection.caller
         var payload: [UInt8]
-        connection.standing.beforeReading(connection: fd, pid: caller.pid)
+        connection.standing.beforeReading(connection: fd, identified: connection.identity)
         do {
             payload = try FrameIO.readFrame(
                 from: fd, maxLength: Wire.maxRequestFrame, deadline: .now + AgentServer.frameCompletionTimeout)

@@ -55,7 +55,10 @@ package struct ApplicationDeclaration: Sendable, Equatable {
         if let bad = groups.first(where: { !ApplicationNames.isValidAccessGroup($0) }) {
             throw .invalidAccessGroup(bad)
         }
-        if let repeated = groups.enumerated().first(where: { groups[..<$0.offset].contains($0.element) }) {
+        // As bytes: the store tells groups apart by their bytes (two spellings of "café" are two groups).
+        if let repeated = groups.enumerated().first(where: { entry in
+            groups[..<entry.offset].contains { $0.utf8.elementsEqual(entry.element.utf8) }
+        }) {
             throw .repeatedAccessGroup(repeated.element)
         }
         return ApplicationDeclaration(id: id, identifier: identifier, accessGroups: groups)

@@ -46,6 +46,10 @@ package struct CallerIdentity: Sendable, Equatable {
 
     package var uid: UInt32
     package var pid: Int32
+    /// When the process started (clock ticks since boot, field 22 of `/proc/PID/stat`), read with the
+    /// rest: with `pid`, it names the process and no other, also after the pid is reused (nil when it
+    /// could not be read).
+    package var started: UInt64?
     /// The executable, when it could be read (nil otherwise; `doubts` then says why).
     package var executable: Executable?
     /// A Flatpak application's id, from `/.flatpak-info` inside a sandbox the process really is in.

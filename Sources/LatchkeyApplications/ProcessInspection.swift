@@ -48,8 +48,9 @@ package enum ProcessInspection {
         guard fields.uids.allSatisfy({ $0 == uid }) else {
             return unreadable(identity, "it runs as uid \(fields.uids.map(String.init).joined(separator: "/"))")
         }
+        identity.started = startTime(directory)
         if let startedBy {
-            guard let started = startTime(directory), started <= startedBy else {
+            guard let started = identity.started, started <= startedBy else {
                 return unreadable(identity, "it started after the call it is taken for")
             }
         }
@@ -195,6 +196,19 @@ package enum ProcessInspection {
         let fields = stat.bytes[(close + 1)...].split(separator: UInt8(ascii: " "))
         guard fields.count > 19 else { return nil }
         return UInt64(String(decoding: fields[fields.startIndex + 19], as: UTF8.self))
+    }
+
+    /// Whether the process `pid` is the one that started at `started` (`CallerIdentity.started`) and has
+    /// not exited: a pid reused since names a process that started later. (A pid cannot come back
+    /// within one clock tick: the kernel hands pids out in turn, through the whole range.)
+    package static func isRunning(pid: Int32, started: UInt64?) -> Bool {
+        guard let started, let directory = ProcessDirectory(pid: pid) else { return false }
+        guard startTime(directory) == started else { return false }
+        // A zombie has exited: its pid is not reused yet, but it writes nothing more.
+        guard let stat = directory.read("stat", cap: 1024), stat.complete,
+            let close = stat.bytes.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.bytes.count
+        else { return false }
+        return stat.bytes[close + 2] != UInt8(ascii: "Z") && stat.bytes[close + 2] != UInt8(ascii: "X")
     }
 
     /// Now, in the clock `/proc/PID/stat` counts start times in (ticks since boot), for `startedBy`.

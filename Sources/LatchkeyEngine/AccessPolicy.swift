@@ -54,7 +54,7 @@ package enum GroupScope: Sendable, Equatable {
     package func contains(_ group: String) -> Bool {
         switch self {
         case .all: true
-        case .only(let groups): groups.contains(group)
+        case .only(let groups): groups.contains { Caller.sameAccessGroup($0, group) }
         }
     }
 }
@@ -84,15 +84,16 @@ package protocol AccessPolicy: Sendable {
 }
 
 extension AccessPolicy {
-    /// The caller's own groups, or every group for a caller that may use any.
+    /// The caller's own groups, or every group for a caller that may use any. (The token group's items
+    /// are the tokens', not rows of the store: nothing is ever added to it, so no scope needs it.)
     package func scope(for caller: Caller) -> GroupScope {
         caller.mayUseAnyGroup ? .all : .only(caller.accessGroups)
     }
 }
 
-/// Today's rules: a caller may use the groups `Caller.mayUse(group:)` allows (every group, for every
-/// caller of the user's own uid, until callers are identified), and new items go to the caller's first
-/// group.
+/// Apple's rules for access groups (docs/APPLICATIONS.md): a caller may use the groups
+/// `Caller.mayUse(group:)` allows (its own, from the agent's `CallerPolicy`), may read but never write the
+/// token group, and new items go to its first group.
 package struct AccessGroupPolicy: AccessPolicy {
     package init() {}
 
@@ -101,7 +102,19 @@ package struct AccessGroupPolicy: AccessPolicy {
     }
 
     package func decide(_ request: AccessRequest) -> AccessDecision {
-        for group in request.accessGroups where !request.caller.mayUse(group: group) {
+        for group in request.accessGroups where Caller.sameAccessGroup(group, Caller.tokenAccessGroup) {
+            switch request.kind {
+            case .readAttributes, .readData, .useKey:
+                continue
+            case .add, .update, .delete:
+                return .deny(
+                    SecError(
+                        SecStatus.missingEntitlement,
+                        "the access group '\(group)' is read-only: its items are provided by tokens"))
+            }
+        }
+        for group in request.accessGroups
+        where !Caller.sameAccessGroup(group, Caller.tokenAccessGroup) && !request.caller.mayUse(group: group) {
             return .deny(
                 SecError(SecStatus.missingEntitlement, "access group '\(group)' is not one of the caller's groups"))
         }
@@ -146,7 +159,11 @@ struct RequestGate: Sendable {
     {
         var groups: [String] = []
         for named in [query.attributes] + changes.map(\.attributes) {
-            if let group = named[SecAttr.accessGroup]?.stringValue, !groups.contains(group) { groups.append(group) }
+            if let group = named[SecAttr.accessGroup]?.stringValue,
+                !groups.contains(where: { Caller.sameAccessGroup($0, group) })
+            {
+                groups.append(group)
+            }
         }
         var changed: SecDictionary = [:]
         for change in changes { changed.merge(change.attributes) { first, _ in first } }

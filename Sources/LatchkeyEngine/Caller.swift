@@ -5,6 +5,10 @@
 package struct Caller: Sendable, Equatable {
     /// The group items go to when the caller names none.
     package static let defaultAccessGroup = "default"
+    /// Apple's `kSecAttrAccessGroupToken`: the group of the items that tokens (smart cards) provide.
+    /// Every caller may read it; no caller may add, change or delete in it (its items are the tokens'),
+    /// as securityd keeps it out of the writable groups (docs/APPLICATIONS.md, "Special groups").
+    package static let tokenAccessGroup = "com.apple.token"
 
     package var uid: UInt32
     package var pid: Int32
@@ -29,6 +33,14 @@ package struct Caller: Sendable, Equatable {
 
     /// Whether the caller may read or write items of `group`.
     package func mayUse(group: String) -> Bool {
-        mayUseAnyGroup || accessGroups.contains(group)
+        mayUseAnyGroup || accessGroups.contains { Caller.sameAccessGroup($0, group) }
+    }
+
+    /// Whether two access group names are the same group: the same bytes, as the store's keyed hashes
+    /// select them. (Swift's `==` on strings is canonical equivalence: "café" spelt with a combining
+    /// accent equals it precomposed, so a caller granted one spelling would pass checks for items
+    /// stored under the other.)
+    package static func sameAccessGroup(_ a: String, _ b: String) -> Bool {
+        a.utf8.elementsEqual(b.utf8)
     }
 }

@@ -153,6 +153,20 @@ extension ItemRules {
         return hashes
     }
 
+    /// The persistent references of the rows `filter` selects that are in the group `default` (by the
+    /// keyed hash of their `agrp`), whatever the request's scope; none when no index key is held.
+    func refsInDefaultGroup(_ filter: RowFilter, itemClass: ItemClass) throws -> [[UInt8]] {
+        guard let spec = itemClass.attribute(SecAttr.accessGroup),
+            let indexKey = keys.indexKey ?? keys.secretServiceLookup?.indexKey
+        else { return [] }
+        var narrowed = filter
+        narrowed.anyOfHashes = [
+            try ItemSealer.attributeHash(spec, .string(Caller.defaultAccessGroup), indexKey: indexKey)
+        ]
+        narrowed.limit = nil
+        return try store.headers(matching: narrowed).map(\.persistentRef)
+    }
+
     /// Whether an opened item belongs to a group of the request's scope (its sealed `agrp`, which no
     /// index can change).
     func isVisible(_ item: OpenItem) -> Bool {

@@ -131,22 +131,31 @@ struct ItemRules {
         do {
             let ids: [Int64]
             var refs: [[UInt8]] = []
+            let selected: RowFilter
             if let ref = query.persistentRef {
                 var row = try lookup(ref)
                 if let found = row, try !isVisible(found) { row = nil }
                 ids = row.map { [$0.id] } ?? []
                 refs = row.map { [$0.persistentRef] } ?? []
+                selected = RowFilter(
+                    itemClass: Int(query.itemClass.rawValue), synchronizable: nil, persistentRef: row?.persistentRef)
             } else {
                 // Without the index key the filters cannot be evaluated; refusing is the only answer
                 // that never deletes the wrong item.
                 let hashes = try queryHashes(query)
-                let headers = try store.headers(matching: try filter(for: query, hashes: hashes, limit: nil))
+                selected = try filter(for: query, hashes: hashes, limit: nil)
+                let headers = try store.headers(matching: selected)
                 ids = headers.map(\.id)
                 refs = headers.map(\.persistentRef)
             }
             guard !ids.isEmpty else { throw SecError.notFound }
+            // Deletions are announced to every client of the Secret Service: only those of `default`'s
+            // items, which every unlisted program sees anyway (docs/SECRET-SERVICE.md §4b).
+            let announced =
+                query.itemClass == .genericPassword && onChange != nil
+                ? try Set(refsInDefaultGroup(selected, itemClass: query.itemClass)).intersection(refs) : []
             _ = try store.delete(ids: ids)
-            if query.itemClass == .genericPassword { for ref in refs { onChange?(.deleted(ref)) } }
+            for ref in refs where announced.contains(ref) { onChange?(.deleted(ref)) }
             if query.itemClass == .key { for ref in refs { keys.privateKeys.remove(ref: ref) } }
         } catch {
             throw EngineErrors.map(error)

@@ -172,7 +172,10 @@ final class SessionCollection {
         guard let group = engine.caller.accessGroups.first else {
             throw SecError(SecStatus.missingEntitlement, "the caller may use no access group")
         }
-        if replace, let existing = items.first(where: { $0.attributes == attributes && $0.group == group }) {
+        if replace,
+            let existing = items.first(where: { $0.attributes == attributes && Caller.sameAccessGroup($0.group, group) }
+            )
+        {
             try update(existing.id, label: label, secret: secret, engine)
             return (existing.id, false)
         }

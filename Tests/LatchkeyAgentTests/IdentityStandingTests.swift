@@ -61,7 +61,7 @@ final class IdentityStandingTests: XCTestCase {
         XCTAssertEqual(identity.executable?.path, "/usr/bin/sleep", "what the process runs when it is identified")
         XCTAssertEqual(standing, .unconfirmed)
 
-        standing.beforeReading(connection: connection, pid: peer.pid)
+        standing.beforeReading(connection: connection, identified: identity)
         let carried = standing.identity(for: identity)
         XCTAssertEqual(String(decoding: drain(connection), as: UTF8.self), "written by python")
         standing.afterReading(connection: connection)
@@ -99,7 +99,7 @@ final class IdentityStandingTests: XCTestCase {
         client.send()
         XCTAssertTrue(readable(connection))
         XCTAssertNotEqual(ScriptedClient.executable(of: client.pid), CallerIdentificationTests.python, "it ran sh")
-        standing.beforeReading(connection: connection, pid: peer.pid)
+        standing.beforeReading(connection: connection, identified: identity)
         XCTAssertEqual(standing, .confirmed)
         XCTAssertEqual(String(decoding: drain(connection), as: UTF8.self), "written by sh")
         standing.afterReading(connection: connection)
@@ -137,7 +137,7 @@ final class IdentityStandingTests: XCTestCase {
         for expected in ["written by the child", "and again"] {
             client.send()
             XCTAssertTrue(readable(connection))
-            standing.beforeReading(connection: connection, pid: peer.pid)
+            standing.beforeReading(connection: connection, identified: identity)
             XCTAssertEqual(standing, .refused)
             XCTAssertEqual(String(decoding: drain(connection), as: UTF8.self), expected)
             standing.afterReading(connection: connection)
@@ -145,6 +145,91 @@ final class IdentityStandingTests: XCTestCase {
             XCTAssertNil(carried.executable, "sleep's identity carried the child's request")
             guard case .unconfirmed = carried.doubts.first else { return XCTFail("\(carried.doubts)") }
         }
+    }
+
+    /// The identified process exits and its pid is given to another process that holds the connection
+    /// (the attacker's way: fork until the pid comes back; here root sets `ns_last_pid` so the next fork
+    /// gets it at once). The writer's pid is the identified one, but it is not the identified process:
+    /// no identity. Root only (`ns_last_pid`).
+    func testAReusedPidDoesNotCarryTheIdentity() throws {
+        guard access("/proc/sys/kernel/ns_last_pid", W_OK) == 0 else {
+            throw XCTSkip("ns_last_pid is not writable (root in the initial pid namespace needed)")
+        }
+        let script = """
+            import os, socket, sys, time
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            identified = os.getpid()
+            if os.fork() == 0:
+                # The holder: out of the client's process group, so that it outlives the identified process.
+                os.setsid()
+                while os.path.exists("/proc/%d" % identified):
+                    time.sleep(0.005)
+                for attempt in range(50):
+                    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                        f.write(str(identified - 1))
+                    child = os.fork()
+                    if child == 0:
+                        if os.getpid() != identified:
+                            os._exit(3)
+                        print("reused %d" % os.getpid(), flush=True)
+                        s.sendall(b"written by a reused pid")
+                        time.sleep(60)
+                        os._exit(0)
+                    if child == identified:
+                        os._exit(0)
+                    os.waitpid(child, 0)
+                os._exit(1)
+            print("connected", flush=True)
+            sys.stdin.readline()
+            """
+        let client = try ScriptedClient(python: script, [peers.path])
+        defer { withExtendedLifetime(client) {} }
+        let (connection, peer) = try accept()
+        defer { close(connection) }
+        client.expect("connected")
+        var (identity, standing) = CallerIdentification.identify(connection: connection, pid: peer.pid, uid: peer.uid)
+        XCTAssertEqual(identity.executable?.path, CallerIdentificationTests.python)
+        XCTAssertNotNil(identity.started)
+        XCTAssertEqual(standing, .awaitingWriter)
+
+        client.killAndReap()
+        let reused = try XCTUnwrap(client.line(), "the holder could not get the pid back")
+        XCTAssertEqual(reused, "reused \(peer.pid)")
+        defer { kill(peer.pid, SIGKILL) }
+        XCTAssertTrue(readable(connection))
+        standing.beforeReading(connection: connection, identified: identity)
+        XCTAssertEqual(standing, .refused, "another process with the identified pid wrote")
+        XCTAssertEqual(String(decoding: drain(connection), as: UTF8.self), "written by a reused pid")
+        XCTAssertNil(standing.identity(for: identity).executable)
+    }
+
+    /// A process identified with another start time than the one that runs under its pid now is not
+    /// that process (the check the test above relies on, without a reused pid).
+    func testAnotherStartTimeIsAnotherProcess() throws {
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            print("connected", flush=True)
+            sys.stdin.readline()
+            s.sendall(b"request")
+            sys.stdin.readline()
+            """
+        let client = try ScriptedClient(python: script, [peers.path])
+        defer { withExtendedLifetime(client) {} }
+        let (connection, peer) = try accept()
+        defer { close(connection) }
+        client.expect("connected")
+        var (identity, standing) = CallerIdentification.identify(connection: connection, pid: peer.pid, uid: peer.uid)
+        let started = try XCTUnwrap(identity.started)
+        XCTAssertTrue(ProcessInspection.isRunning(pid: peer.pid, started: started))
+        XCTAssertFalse(ProcessInspection.isRunning(pid: peer.pid, started: started + 1))
+        identity.started = started + 1
+        client.send()
+        XCTAssertTrue(readable(connection))
+        standing.beforeReading(connection: connection, identified: identity)
+        XCTAssertEqual(standing, .refused)
     }
 
     /// A library client's way: `hello` written at once (perhaps before the agent identified it), its
@@ -166,7 +251,7 @@ final class IdentityStandingTests: XCTestCase {
         XCTAssertTrue(readable(connection))
         var (identity, standing) = CallerIdentification.identify(connection: connection, pid: peer.pid, uid: peer.uid)
         XCTAssertEqual(standing, .unconfirmed, "hello waited when it was identified")
-        standing.beforeReading(connection: connection, pid: peer.pid)
+        standing.beforeReading(connection: connection, identified: identity)
         XCTAssertNil(standing.identity(for: identity).executable)
         XCTAssertEqual(String(decoding: drain(connection), as: UTF8.self), "hello")
         standing.afterReading(connection: connection)
@@ -174,7 +259,7 @@ final class IdentityStandingTests: XCTestCase {
         XCTAssertEqual(send(connection, "answer", 6, Int32(MSG_NOSIGNAL)), 6)
 
         XCTAssertTrue(readable(connection))
-        standing.beforeReading(connection: connection, pid: peer.pid)
+        standing.beforeReading(connection: connection, identified: identity)
         XCTAssertEqual(standing, .confirmed)
         XCTAssertEqual(String(decoding: drain(connection), as: UTF8.self), "request")
         XCTAssertEqual(standing.identity(for: identity), identity)

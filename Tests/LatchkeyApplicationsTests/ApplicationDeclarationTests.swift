@@ -111,6 +111,10 @@ final class ApplicationDeclarationTests: XCTestCase {
             refusal(groups(String(repeating: "g", count: 256))), .invalidAccessGroup(String(repeating: "g", count: 256))
         )
         XCTAssertEqual(refusal(groups("a;b;a")), .repeatedAccessGroup("a"))
+        // Two spellings of "café" (precomposed, combining accent) are two groups, as the store keeps them.
+        XCTAssertEqual(
+            try declaration(groups("caf\u{E9};cafe\u{301}")).accessGroups.map { Array($0.utf8) },
+            [Array("caf\u{E9}".utf8), Array("cafe\u{301}".utf8)])
         let tooMany = (0...ApplicationNames.maximumGroups).map { "g\($0)" }.joined(separator: ";")
         XCTAssertEqual(refusal(groups(tooMany)), .tooManyAccessGroups(limit: ApplicationNames.maximumGroups))
         XCTAssertNoThrow(

@@ -22,6 +22,37 @@ final class AccessGroupScopeTests: XCTestCase {
         return try? kc.copyMatching(query, caller: caller)
     }
 
+    /// Group names are their bytes: "café" precomposed and "café" with a combining accent are two
+    /// groups (as the store's keyed hashes tell them apart), though Swift's `==` calls them equal. A
+    /// caller granted one spelling neither adds to, reads, changes nor deletes in the other.
+    func testGroupsThatAreCanonicallyEquivalentAreStillTwoGroups() throws {
+        let (kc, _) = try makeKeychain()
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        XCTAssertEqual(composed, decomposed, "Swift's == is canonical equivalence")
+        let owner = Caller(uid: getuid(), pid: 4, accessGroups: [decomposed], mayUseAnyGroup: false)
+        let other = Caller(uid: getuid(), pid: 5, accessGroups: [composed], mayUseAnyGroup: false)
+        let made = try kc.add(
+            genp("s", "a", ["v_Data": bytes("owner's"), "r_PersistentRef": .bool(true)]), caller: owner)
+        let ref = try XCTUnwrap(made?.dataValue)
+        let byRef: SecDictionary = ["class": .string("genp"), "v_PersistentRef": .data(ref)]
+        XCTAssertNil(data(kc, byRef, other), "read by persistent reference")
+        XCTAssertEqual(
+            status { try kc.update(byRef, ["v_Data": bytes("changed")], caller: other) }, SecStatus.itemNotFound)
+        XCTAssertEqual(status { try kc.delete(byRef, caller: other) }, SecStatus.itemNotFound)
+        for kind in ["add", "copy"] {
+            let query = genp("s", "b", ["agrp": .string(decomposed), "v_Data": bytes("planted")])
+            XCTAssertEqual(
+                status {
+                    if kind == "add" {
+                        _ = try kc.add(query, caller: other)
+                    } else {
+                        _ = try kc.copyMatching(query, caller: other)
+                    }
+                }, SecStatus.missingEntitlement, kind)
+        }
+        XCTAssertEqual(data(kc, byRef, owner), bytes("owner's"), "unchanged")
+    }
+
     func testQueriesUpdatesAndDeletesSeeOnlyTheCallersGroups() throws {
         let (kc, _) = try makeKeychain()
         XCTAssertNil(try kc.add(genp("mail", "me", ["v_Data": bytes("alice's")]), caller: alice))

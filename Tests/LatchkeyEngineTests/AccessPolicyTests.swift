@@ -58,6 +58,34 @@ final class AccessPolicyTests: XCTestCase {
             SecStatus.missingEntitlement, "the default group is checked too")
     }
 
+    /// `kSecAttrAccessGroupToken`: every caller may query it (nothing there yet: tokens provide its
+    /// items); no caller, not even one that may use every group, adds, changes, moves items into or
+    /// deletes in it (Apple's writable groups leave it out; -34018).
+    func testTheTokenGroupIsReadOnlyForEveryCaller() throws {
+        let (kc, _) = try makeKeychain()
+        let token = SecValue.string(Caller.tokenAccessGroup)
+        _ = try kc.add(genp("s", "a", ["v_Data": bytes("mine")]), caller: restricted)
+        for caller in [restricted, testCaller] {
+            XCTAssertEqual(
+                status { _ = try kc.copyMatching(genp("s", "a", ["agrp": token]), caller: caller) },
+                SecStatus.itemNotFound, "a query of the token group finds no stored item")
+            XCTAssertEqual(
+                status { _ = try kc.add(genp("s", "t", ["agrp": token]), caller: caller) },
+                SecStatus.missingEntitlement)
+            XCTAssertEqual(
+                status { try kc.update(genp("s", "a", ["agrp": token]), ["labl": .string("x")], caller: caller) },
+                SecStatus.missingEntitlement)
+            XCTAssertEqual(
+                status { try kc.update(genp("s", "a"), ["agrp": token], caller: caller) },
+                SecStatus.missingEntitlement, "moving an item into it")
+            XCTAssertEqual(
+                status { try kc.delete(genp("s", "a", ["agrp": token]), caller: caller) },
+                SecStatus.missingEntitlement)
+        }
+        XCTAssertEqual(
+            try kc.copy(genp("s", "a", ["agrp": .string("mine"), "r_Data": .bool(true)])), bytes("mine"), "unchanged")
+    }
+
     // MARK: - The engine under the group policy
 
     func testRestrictedCallerAddsToItsGroupAndCannotReachOthers() throws {

@@ -119,6 +119,29 @@ final class BusAccessGroupTests: SecretServiceTestCase {
         XCTAssertNil(client.errorName(work, "org.freedesktop.Secret.Collection", "Delete"), "now only its own")
     }
 
+    /// What every client hears: a deletion through SecItem is announced (`ItemDeleted`) for an item of
+    /// `default` only, not for another application's item.
+    func testDeletionsOfAnotherApplicationsItemsAreNotAnnounced() throws {
+        let client = try SecretServiceClient(bus.address)
+        try client.watchSignals()
+        XCTAssertEqual(try run(mail, "store", "--label", "M", "service", "vpn", input: "mail's").status, 0)
+        XCTAssertEqual(try run(unlisted, "store", "--label", "W", "service", "web", input: "anyone's").status, 0)
+        let found = try client.call(
+            SSPath.service, SSPath.serviceInterface, "SearchItems",
+            [SecretServiceClient.attributes([("service", "web")])])
+        let web = try XCTUnwrap(found.first?.elements?.first?.string)
+        let delete = try cli(
+            ["delete-generic-password", "-s", "vpn", "--access-group", "mail", "--keychain-password-fd", "0"],
+            input: "pw\n")
+        XCTAssertEqual(delete.status, 0, delete.err)
+        XCTAssertEqual(try cli(["delete-generic-password", "-s", "web"]).status, 0)
+        // Announced in the order made: once web's deletion is here, vpn's would be too.
+        XCTAssertNotNil(client.signals.wait { $0.member == "ItemDeleted" && $0.arguments == [.objectPath(web)] })
+        let deleted = client.signals.all.filter { $0.member == "ItemDeleted" }.flatMap(\.arguments)
+        XCTAssertTrue(
+            !deleted.isEmpty && deleted.allSatisfy { $0 == .objectPath(web) }, "only default's item: \(deleted)")
+    }
+
     /// A copy of an entitled program elsewhere, or the program started with a loader variable, is an
     /// unlisted program on the bus as on the socket.
     func testImpostorsGetNoApplicationIdentityOverTheBus() throws {
