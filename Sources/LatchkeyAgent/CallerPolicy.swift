@@ -61,6 +61,40 @@ package final class CallerPolicy: Sendable {
     }
 }
 
+/// A caller `CallerPolicy` made for a connection, with what it was made from: the connection's standing
+/// and authorization, and until when the application files it was read from count as current.
+struct DecidedCaller: Sendable {
+    let caller: Caller
+    let standing: IdentityStanding
+    let authorization: GroupAuthorization
+    let until: ContinuousClock.Instant
+}
+
+extension CallerPolicy {
+    /// How long a connection reuses the caller made for it: the application files are looked at no
+    /// more often than this anyway (`ApplicationRegistryWatch`), so a change to them reaches an open
+    /// connection as soon as it reaches a new one.
+    static let decisionLifetime: Duration = .seconds(1)
+
+    /// The caller the next request of `connection` is decided as: `caller(_:authorization:)` of its
+    /// identity as its standing carries it, made at most once per `decisionLifetime` while the
+    /// standing and authorization stay as they were (every request used to pay for a look at the
+    /// registry and the grant: about 2 µs).
+    func caller(for connection: inout Connection, now: ContinuousClock.Instant = .now) -> Caller {
+        if let decided = connection.decided, now < decided.until, decided.standing == connection.standing,
+            decided.authorization == connection.authorization
+        {
+            return decided.caller
+        }
+        let caller = caller(
+            connection.standing.identity(for: connection.identity), authorization: connection.authorization)
+        connection.decided = DecidedCaller(
+            caller: caller, standing: connection.standing, authorization: connection.authorization,
+            until: now + Self.decisionLifetime)
+        return caller
+    }
+}
+
 /// What a connection proved with the keychain password (`authorizeGroups`): groups it may use besides its
 /// caller's own, or every group. It lasts as long as the connection.
 struct GroupAuthorization: Sendable, Equatable {

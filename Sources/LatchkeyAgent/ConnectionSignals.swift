@@ -19,6 +19,9 @@ struct Connection: Sendable {
     var standing: IdentityStanding
     /// What the connection proved with the keychain password (`authorizeGroups`).
     var authorization = GroupAuthorization()
+    /// The caller `CallerPolicy` last made of this connection's requests, reused while nothing it was
+    /// made from has changed (`CallerPolicy.caller(for:)`).
+    var decided: DecidedCaller?
     /// When its last request ended, or when it was accepted: where its idle time starts.
     var idleSince: ContinuousClock.Instant
 }

@@ -160,8 +160,7 @@ package final class AgentServer: @unchecked Sendable {
                     status: SecStatus.authFailed, value: nil,
                     message: "only root (pam_latchkey, in the login process) may open or close login sessions")
             } else {
-                let decided = policy.caller(
-                    connection.standing.identity(for: connection.identity), authorization: connection.authorization)
+                let decided = policy.caller(for: &connection)
                 response = service.handle(request, caller: decided, authorization: &connection.authorization) {
                     PeerProcess.of(connection: fd, pid: caller.pid) { mailbox.room.request(wake: mailbox.wake) }
                 }
