@@ -14,6 +14,13 @@
 // --fd=socket one end of a socket pair (ashpd's way)
 // --fd=full   the write end of a pipe filled to the brim and blocking again: it never drains
 // --fd=file   a regular file; --fd=read the read end of a pipe; --fd=null /dev/null
+//
+//   latchkey-portal-probe ADDRESS --frontend
+//     -> response=N bytes=HEX eof=yes|no
+//
+// --frontend  be the sandboxed application instead: call xdg-desktop-portal's own
+//             org.freedesktop.portal.Secret.RetrieveSecret with a pipe, as libsecret does, and wait for
+//             the request's Response (PortalTests run it in a fake Flatpak sandbox)
 import Foundation
 import LatchkeyDBus
 
@@ -98,8 +105,55 @@ func readToEnd(_ fd: Int32) -> (bytes: [UInt8], eof: Bool) {
     return (bytes, false)
 }
 
+/// The `Response` of a frontend request, set on the loop thread.
+final class Answer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: UInt32?
+    func set(_ response: UInt32) { lock.withLock { value = response } }
+    var response: UInt32? { lock.withLock { value } }
+}
+
+/// The application's side (`--frontend`): what libsecret does in a sandbox.
+func frontend(_ connection: BusConnection) throws -> String {
+    var pair: [Int32] = [-1, -1]
+    guard pipe(&pair) == 0 else { fail("pipe") }
+    let (readEnd, writeEnd) = (pair[0], pair[1])
+    let sender = String(connection.uniqueName.dropFirst()).replacingOccurrences(of: ".", with: "_")
+    let request = "/org/freedesktop/portal/desktop/request/\(sender)/probe"
+    let answer = Answer()
+    try connection.sync { bus in
+        _ = try bus.addMatch(
+            Bus.signalRule(path: request, interface: "org.freedesktop.portal.Request", member: "Response")
+        ) { message in
+            if case .uint32(let response)? = (try? message.arguments())?.first { answer.set(response) }
+        }
+    }
+    let handle = try connection.sync { bus in
+        try bus.call(
+            destination: "org.freedesktop.portal.Desktop", path: "/org/freedesktop/portal/desktop",
+            interface: "org.freedesktop.portal.Secret", member: "RetrieveSecret",
+            [
+                .unixFD(writeEnd),
+                .dictionary(keyType: "s", valueType: "v", [(.string("handle_token"), .variant(.string("probe")))]),
+            ], timeout: .seconds(10)
+        ).arguments().first?.string
+    }
+    close(writeEnd)
+    guard handle == request else { fail("handle \(handle ?? "none")") }
+    let deadline = Date().addingTimeInterval(10)
+    while answer.response == nil && Date() < deadline { usleep(10_000) }
+    guard let response = answer.response else { fail("no-response") }
+    let (bytes, eof) = readToEnd(readEnd)
+    return "response=\(response) bytes=\(bytes.map { String(format: "%02x", $0) }.joined()) eof=\(eof ? "yes" : "no")"
+}
+
 do {
     let connection = try BusConnection(.address(address))
+    if appID == "--frontend" {
+        print(try frontend(connection))
+        connection.close()
+        exit(0)
+    }
     if ownName {
         try connection.sync { bus in _ = try bus.requestName("org.freedesktop.portal.Desktop") }
     }

@@ -8,15 +8,15 @@ import XCTest
 /// directory under /run with an application file granting it `Privileges=PortalSecrets` (the agent
 /// reads it through LATCHKEY_APPLICATIONS_DIRS, which counts only for root-owned directories), takes
 /// `org.freedesktop.portal.Desktop` and passes a pipe or a socket as `fd`. Root only: the files must be
-/// root's to count.
-final class PortalTests: SecretServiceTestCase {
-    private var root = ""
+/// root's to count. The setup is shared with PortalFrontendTests.
+class PortalTestCase: SecretServiceTestCase {
+    var root = ""
     /// The entitled copy of the probe.
-    private var portal: String { root + "/bin/xdg-desktop-portal" }
+    var portal: String { root + "/bin/xdg-desktop-portal" }
     /// A copy named by an application file without `Privileges=`.
-    private var listed: String { root + "/bin/listed" }
+    var listed: String { root + "/bin/listed" }
     /// The probe where it was built: an unlisted program.
-    private var unlisted: String { Self.binDirectory + "/latchkey-portal-probe" }
+    var unlisted: String { Self.binDirectory + "/latchkey-portal-probe" }
 
     override func setUpWithError() throws {
         guard geteuid() == 0 else { throw XCTSkip("application files must be root's") }
@@ -36,13 +36,17 @@ final class PortalTests: SecretServiceTestCase {
         try Data(
             """
             [Application]
-            Id=org.freedesktop.portal.Desktop
+            Id=org.example.PortalProbe
             Executable=\(portal)
             AccessGroups=org.freedesktop.portal.Desktop
             Privileges=PortalSecrets
 
             """.utf8
         ).write(to: URL(fileURLWithPath: root + "/apps/portal.conf"))
+        // The shipped file too, for the real xdg-desktop-portal (PortalFrontendTests).
+        try FileManager.default.copyItem(
+            atPath: Self.repository + "/contrib/applications.d/xdg-desktop-portal.conf",
+            toPath: root + "/apps/xdg-desktop-portal.conf")
         setenv("LATCHKEY_APPLICATIONS_DIRS", root + "/apps", 1)
         try createKeychain()
     }
@@ -54,7 +58,7 @@ final class PortalTests: SecretServiceTestCase {
     }
 
     /// One RetrieveSecret by `program` for `appID`; the probe's one line.
-    private func retrieve(
+    func retrieve(
         _ program: String, _ appID: String, _ options: [String] = ["--own-name"], environment: [String: String] = [:]
     ) throws -> String {
         let process = Process()
@@ -70,7 +74,7 @@ final class PortalTests: SecretServiceTestCase {
     }
 
     /// The 64 bytes (hex) of a successful retrieval, failing the test otherwise.
-    private func secret(_ appID: String, _ options: [String] = ["--own-name"], line: UInt = #line) throws -> String {
+    func secret(_ appID: String, _ options: [String] = ["--own-name"], line: UInt = #line) throws -> String {
         let result = try retrieve(portal, appID, options)
         let pattern = /^response=0 bytes=([0-9a-f]{128}) eof=yes$/
         guard let match = result.wholeMatch(of: pattern) else {
@@ -79,7 +83,10 @@ final class PortalTests: SecretServiceTestCase {
         }
         return String(match.1)
     }
+}
 
+/// The backend's checks, one call of the probe each.
+final class PortalTests: PortalTestCase {
     func testTheEntitledPortalGetsAStableSecretPerApplication() throws {
         let app = try secret("org.example.App")
         XCTAssertEqual(try secret("org.example.App"), app, "the same again")
