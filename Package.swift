@@ -149,6 +149,9 @@ let package = Package(
         // A small application of the public library: the access-group tests install copies of it as
         // different applications (one SecItem call per run).
         .executableTarget(name: "latchkey-probe", dependencies: ["Latchkey"], path: "Tests/LatchkeyProbe"),
+        // Calls the Secret portal backend as xdg-desktop-portal does (PortalTests install it root-owned).
+        .executableTarget(
+            name: "latchkey-portal-probe", dependencies: ["LatchkeyDBus"], path: "Tests/LatchkeyPortalProbe"),
 
         .testTarget(name: "LatchkeySystemTests", dependencies: ["LatchkeySystem", systemPackage]),
         // The key-file parser, application files, the ownership rules (root-owned files in temporary

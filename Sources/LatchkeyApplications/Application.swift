@@ -26,12 +26,18 @@ package struct Application: Sendable, Equatable {
     package var accessGroups: [String]
     /// The application file it came from.
     package var file: String
+    /// `Privileges=`: none unless the file grants some (only an `Executable=` file may).
+    package var privileges: Set<ApplicationPrivilege>
 
-    package init(id: String, identity: Identity, accessGroups: [String], file: String) {
+    package init(
+        id: String, identity: Identity, accessGroups: [String], file: String,
+        privileges: Set<ApplicationPrivilege> = []
+    ) {
         self.id = id
         self.identity = identity
         self.accessGroups = accessGroups
         self.file = file
+        self.privileges = privileges
     }
 }
 

@@ -19,18 +19,25 @@ package struct ApplicationDeclaration: Sendable, Equatable {
     /// The one group every application file has.
     package static let groupName = "Application"
     /// The keys this version reads; keys starting with `X-` are extensions and are ignored.
-    package static let knownKeys: Set<String> = ["Id", "Executable", "FlatpakId", "SnapName", "AccessGroups"]
+    package static let knownKeys: Set<String> = [
+        "Id", "Executable", "FlatpakId", "SnapName", "AccessGroups", "Privileges",
+    ]
 
     /// `Id=`: unique among the files in force.
     package var id: String
     package var identifier: Identifier
     /// `AccessGroups=`, in order: the first is where the application's new items go.
     package var accessGroups: [String]
+    /// `Privileges=`: what the application may do besides using its groups (none without the key).
+    package var privileges: Set<ApplicationPrivilege>
 
-    package init(id: String, identifier: Identifier, accessGroups: [String]) {
+    package init(
+        id: String, identifier: Identifier, accessGroups: [String], privileges: Set<ApplicationPrivilege> = []
+    ) {
         self.id = id
         self.identifier = identifier
         self.accessGroups = accessGroups
+        self.privileges = privileges
     }
 
     /// The declaration in `file`. Refuses unknown groups and keys (other than `X-` extensions) rather
@@ -61,7 +68,26 @@ package struct ApplicationDeclaration: Sendable, Equatable {
         }) {
             throw .repeatedAccessGroup(repeated.element)
         }
-        return ApplicationDeclaration(id: id, identifier: identifier, accessGroups: groups)
+        let privileges = try privileges(in: group, identifier: identifier)
+        return ApplicationDeclaration(id: id, identifier: identifier, accessGroups: groups, privileges: privileges)
+    }
+
+    /// `Privileges=`: known names only, each once, and only for a host program (`Executable=`). A
+    /// privilege is a program's, vouched for by its root-owned file: a sandbox identity (a Flatpak id, a
+    /// snap name) is one any user can install an application under, so it can hold none.
+    private static func privileges(
+        in group: KeyFile.Group, identifier: Identifier
+    ) throws(ApplicationFileError) -> Set<ApplicationPrivilege> {
+        guard let names = try list("Privileges", in: group) else { return [] }
+        var privileges: Set<ApplicationPrivilege> = []
+        for name in names {
+            guard let privilege = ApplicationPrivilege(rawValue: name) else { throw .unknownPrivilege(name) }
+            guard privileges.insert(privilege).inserted else { throw .repeatedPrivilege(name) }
+        }
+        if !privileges.isEmpty {
+            guard case .executable = identifier else { throw .privilegesNeedExecutable }
+        }
+        return privileges
     }
 
     private static func string(_ key: String, in group: KeyFile.Group) throws(ApplicationFileError) -> String? {
@@ -117,6 +143,11 @@ package enum ApplicationFileError: Error, Sendable, Equatable, CustomStringConve
     case tooManyAccessGroups(limit: Int)
     case invalidAccessGroup(String)
     case repeatedAccessGroup(String)
+    /// `Privileges=` names a privilege this version does not know.
+    case unknownPrivilege(String)
+    case repeatedPrivilege(String)
+    /// `Privileges=` in a file that names a Flatpak or a snap rather than an executable.
+    case privilegesNeedExecutable
     /// A value's escapes were malformed.
     case value(KeyFileError)
 
@@ -141,6 +172,11 @@ package enum ApplicationFileError: Error, Sendable, Equatable, CustomStringConve
             "the access group \(Printable.quoted(group)) is empty, longer than 255 bytes, has white space at an end "
                 + "or holds a control character"
         case .repeatedAccessGroup(let group): "the access group \(Printable.quoted(group)) is listed twice"
+        case .unknownPrivilege(let name):
+            "Privileges= names \(Printable.quoted(name)), which is not a privilege (known: "
+                + ApplicationPrivilege.allCases.map(\.rawValue).sorted().joined(separator: ", ") + ")"
+        case .repeatedPrivilege(let name): "the privilege \(Printable.quoted(name)) is listed twice"
+        case .privilegesNeedExecutable: "Privileges= is granted only to a program named by Executable="
         case .value(let error): error.description
         }
     }

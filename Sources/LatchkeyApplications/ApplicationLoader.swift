@@ -180,7 +180,8 @@ struct ApplicationLoader {
             applications.append(
                 Application(
                     id: candidate.declaration.id, identity: candidate.identity,
-                    accessGroups: candidate.declaration.accessGroups, file: candidate.path))
+                    accessGroups: candidate.declaration.accessGroups, file: candidate.path,
+                    privileges: candidate.declaration.privileges))
         }
     }
 }

@@ -123,7 +123,7 @@ package struct ApplicationRegistry: Sendable {
         else { return .shared(.unlisted) }
         return Grant(
             applicationID: application.id, accessGroups: application.accessGroups,
-            basis: .executable(file: application.file))
+            basis: .executable(file: application.file), privileges: application.privileges)
     }
 
     /// A sandboxed application without a file gets `group` alone, unless an application file grants

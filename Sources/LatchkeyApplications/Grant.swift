@@ -54,11 +54,17 @@ package struct Grant: Sendable, Equatable, CustomStringConvertible {
     /// then use no group at all, and adding an item must fail (there is no first group to put it in).
     package var accessGroups: [String]
     package var basis: Basis
+    /// What the caller may do besides using its groups: only an executable's file grants any
+    /// (`Basis.executable`); every other basis has none.
+    package var privileges: Set<ApplicationPrivilege>
 
-    package init(applicationID: String?, accessGroups: [String], basis: Basis) {
+    package init(
+        applicationID: String?, accessGroups: [String], basis: Basis, privileges: Set<ApplicationPrivilege> = []
+    ) {
         self.applicationID = applicationID
         self.accessGroups = accessGroups
         self.basis = basis
+        self.privileges = privileges
     }
 
     /// `default`, for a program that is no application.
@@ -68,6 +74,7 @@ package struct Grant: Sendable, Equatable, CustomStringConvertible {
 
     /// For the agent's log: `org.example.Mail [mail;shared] (executable named by /etc/...)`.
     package var description: String {
-        "\(applicationID ?? "-") [\(accessGroups.joined(separator: ";"))] (\(basis))"
+        let extra = privileges.isEmpty ? "" : " +" + privileges.map(\.rawValue).sorted().joined(separator: "+")
+        return "\(applicationID ?? "-") [\(accessGroups.joined(separator: ";"))]\(extra) (\(basis))"
     }
 }

@@ -108,6 +108,7 @@ package final class BusMessage {
         case .structure(let fields): try appendContainer("r", fields.map(\.signature).joined(), fields)
         case .dictEntry(let key, let item): try appendContainer("e", key.signature + item.signature, [key, item])
         case .variant(let inner): try appendContainer("v", inner.signature, [inner])
+        case .unixFD(let descriptor): try appendBasic("h", descriptor)
         }
     }
 

@@ -36,6 +36,15 @@ package struct BusMethodCall {
         return value
     }
 
+    /// Argument `index` as a Unix file descriptor, borrowed from the message: valid until the call's
+    /// body returns, and not to be closed (duplicate it to keep it).
+    package func unixFD(_ index: Int) throws(BusError) -> Int32 {
+        guard case .unixFD(let descriptor) = arguments[index] else {
+            throw BusError.invalidArgs("expected a file descriptor")
+        }
+        return descriptor
+    }
+
     /// The value inside variant argument `index`.
     package func variant(_ index: Int) throws(BusError) -> BusValue {
         guard case .variant(let value) = arguments[index] else { throw BusError.invalidArgs("expected a variant") }

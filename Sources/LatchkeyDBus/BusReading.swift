@@ -72,6 +72,8 @@ struct Reader {
         case UInt8(ascii: "s"): return .string(try string(type))
         case UInt8(ascii: "o"): return .objectPath(try string(type))
         case UInt8(ascii: "g"): return .signature(try string(type))
+        // The message keeps the descriptor (sd-bus closes it with the message); the value only names it.
+        case UInt8(ascii: "h"): return .unixFD(try basic(type, Int32(-1)))
         case UInt8(ascii: "a") where contents == "y":
             return .byteArray(try byteArray())
         case UInt8(ascii: "a"):

@@ -8,8 +8,9 @@
 /// A dictionary is an array of dictionary entries: `a{sv}` is
 /// `.array(elementType: "{sv}", [.dictEntry(.string("k"), .variant(.boolean(true)))])`; `BusValue.dictionary`
 /// builds one. A byte array is read as `.byteArray`, one contiguous buffer; `.array(elementType: "y", …)`
-/// of `.byte` values is the same D-Bus value but is only ever written. Unix file descriptors (`h`) are
-/// not supported.
+/// of `.byte` values is the same D-Bus value but is only ever written. A Unix file descriptor (`h`) read
+/// from a message is the message's own (`.unixFD`): valid only while the message lives, never closed
+/// by its reader; one appended is duplicated into the message by sd-bus.
 package indirect enum BusValue: Sendable, Equatable {
     case byte(UInt8)
     case boolean(Bool)
@@ -33,6 +34,9 @@ package indirect enum BusValue: Sendable, Equatable {
     case dictEntry(BusValue, BusValue)
     /// A variant: a value that carries its own signature.
     case variant(BusValue)
+    /// A Unix file descriptor (`h`). Read from a message, it is borrowed from the message, which closes
+    /// it when it is freed: duplicate it to keep it. Appended, sd-bus duplicates it.
+    case unixFD(Int32)
 
     /// The value's D-Bus signature (one complete type).
     package var signature: String {
@@ -54,6 +58,7 @@ package indirect enum BusValue: Sendable, Equatable {
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
         case .dictEntry(let key, let value): "{" + key.signature + value.signature + "}"
         case .variant: "v"
+        case .unixFD: "h"
         }
     }
 

@@ -11,6 +11,11 @@ package protocol BusClientPolicy: Sendable {
     /// The caller that a request of the bus client with `identity` is put to the engine as (`nil`: the
     /// bus daemon gave no credentials for it).
     func caller(ofBusClient identity: CallerIdentity?) -> Caller
+
+    /// Whether the bus client with `identity` may retrieve any Flatpak application's portal secret
+    /// (`org.freedesktop.impl.portal.Secret`, docs/PORTAL.md): xdg-desktop-portal, named by an
+    /// application file that grants it `Privileges=PortalSecrets`, and nothing else.
+    func mayRetrievePortalSecrets(_ identity: CallerIdentity?) -> Bool
 }
 
 /// Every bus client is an unlisted program of the user: it may use the `default` group only. What the
@@ -23,4 +28,7 @@ package struct UnlistedBusClients: BusClientPolicy {
             uid: getuid(), pid: identity?.pid ?? 0, accessGroups: [Caller.defaultAccessGroup],
             mayUseAnyGroup: false)
     }
+
+    /// No client: an unlisted program never may.
+    package func mayRetrievePortalSecrets(_ identity: CallerIdentity?) -> Bool { false }
 }

@@ -84,6 +84,8 @@ package final class SecretService: @unchecked Sendable {
                 try bus.addFallback(prefix: SS.root) { [service] call in
                     try service.serving(call.sender, bus) { try service.dispatch(call, bus) }
                 }
+                // xdg-desktop-portal's Secret backend, beside the service as gnome-keyring has it.
+                try service.servePortal(bus)
                 try bus.addMatch(
                     Bus.signalRule(
                         sender: SS.daemon, path: SS.daemonPath, interface: SS.daemon,

@@ -46,4 +46,16 @@ enum SS {
 
     static let daemon = "org.freedesktop.DBus"
     static let daemonPath = "/org/freedesktop/DBus"
+
+    /// xdg-desktop-portal's Secret backend (docs/PORTAL.md), served where gnome-keyring serves it.
+    enum Portal {
+        /// The object every portal backend serves its interfaces at.
+        static let path = "/org/freedesktop/portal/desktop"
+        /// Where xdg-desktop-portal puts the `handle` of each request (`src/xdp-request.c`).
+        static let requestPrefix = path + "/request"
+        static let secret = "org.freedesktop.impl.portal.Secret"
+        static let request = "org.freedesktop.impl.portal.Request"
+        /// The name xdg-desktop-portal owns; only its owner may retrieve secrets.
+        static let desktop = "org.freedesktop.portal.Desktop"
+    }
 }

@@ -61,6 +61,11 @@ struct AppsCommand: ParsableCommand {
                 ])
             }
             lines += table(rows)
+            // Privileges are rare and powerful: a line each, below the table, rather than a column.
+            for application in registry.applications where !application.privileges.isEmpty {
+                let names = application.privileges.map(\.rawValue).sorted().joined(separator: ";")
+                lines.append("privileges of \(application.id): \(names)")
+            }
         }
         if !registry.ignored.isEmpty {
             lines.append("")
