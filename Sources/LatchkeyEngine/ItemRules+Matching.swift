@@ -145,7 +145,7 @@ extension ItemRules {
         hashes.reserveCapacity(groups.count)
         for group in groups {
             do {
-                hashes.append(try ItemSealer.attributeHash(spec, .string(group), indexKey: indexKey))
+                hashes.append(try ItemSealer.rememberedAttributeHash(spec, .string(group), indexKey: indexKey))
             } catch {
                 throw EngineErrors.map(error)
             }

@@ -151,6 +151,13 @@ enum ItemSealer {
         try indexKey.hash([0x41] + AttributeValue.canonicalBytes(spec, value))  // "A"
     }
 
+    /// `attributeHash`, remembered by the key: for the access groups that scope every request of a caller.
+    static func rememberedAttributeHash(_ spec: AttributeSpec, _ value: SecValue, indexKey: IndexKey) throws
+        -> [UInt8]
+    {
+        try indexKey.remembered([0x41] + AttributeValue.canonicalBytes(spec, value))  // "A"
+    }
+
     /// The uniqueness hash over the class's primary-key attributes, in schema order, followed by a
     /// Secret Service item's discriminator when it has one (docs/SECRET-SERVICE.md §3).
     static func uniqueHash(

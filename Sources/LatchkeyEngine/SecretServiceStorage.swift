@@ -133,7 +133,7 @@ package struct SecretServiceStorage {
         var hashes: [[UInt8]] = []
         for group in groups {
             do {
-                hashes.append(try ItemSealer.attributeHash(spec, .string(group), indexKey: indexKey))
+                hashes.append(try ItemSealer.rememberedAttributeHash(spec, .string(group), indexKey: indexKey))
             } catch {
                 throw EngineErrors.map(error)
             }
