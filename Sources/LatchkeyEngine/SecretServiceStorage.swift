@@ -164,10 +164,11 @@ package struct SecretServiceStorage {
     /// are the ids of every collection there is; an item of one deleted meanwhile counts as login's.
     package func member(_ id: [UInt8], of collection: String, collections: [String]) throws -> SecretServiceMember? {
         guard id.count == 16, let row = try store.row(persistentRef: id),
-            row.itemClass == Int(ItemClass.genericPassword.rawValue), try isVisible(rowWithID: id)
+            row.itemClass == Int(ItemClass.genericPassword.rawValue)
         else { return nil }
         let login = SecretServiceData.login
         if isHeld(row.protection) {
+            // Its sealed group decides (no index can change it), without a second look at the rows.
             let item = try ItemSealer.open(row, keys: keys)
             guard isVisible(item) else { return nil }
             let entry = SecretServiceEntry(item: item)
@@ -176,6 +177,8 @@ package struct SecretServiceStorage {
             let owner = collections.contains(data.collection) ? data.collection : login
             return owner == collection ? SecretServiceMember(row: row, entry: entry) : nil
         }
+        // Locked: its group by the keyed hash of its `agrp`.
+        guard try isVisible(rowWithID: id) else { return nil }
         let others = collections.filter { $0 != login }
         if collection == login && others.isEmpty { return SecretServiceMember(row: row, entry: nil) }
         let indexKey = try requireLookupIndexKey()

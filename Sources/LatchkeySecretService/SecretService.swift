@@ -49,6 +49,10 @@ package final class SecretService: @unchecked Sendable {
     let busCallers = BusCallers()
     /// The caller of the call being served (`serving`); nil between calls.
     private var requestCaller: Caller?
+    /// The caller each client was last served as, reused for `decisionLifetime` (by unique name).
+    private var decidedCallers: [String: (caller: Caller, until: ContinuousClock.Instant)] = [:]
+    /// How long a client's caller is reused: the agent looks at the application files no more often.
+    static let decisionLifetime: Duration = .seconds(1)
 
     /// Connects to `endpoint`, serves the objects and claims `org.freedesktop.secrets` (without
     /// replacing or queueing behind an owner). `onDisconnect` runs once if the bus goes away later.
@@ -158,10 +162,20 @@ package final class SecretService: @unchecked Sendable {
     /// served inside one, and so is what a prompt does when it completes (for the client that made it).
     func serving<T>(_ sender: String?, _ bus: Bus, _ body: () throws -> T) rethrows -> T {
         let outer = requestCaller
-        let identity = sender.flatMap { busCallers.identity(of: $0, on: bus) }
-        requestCaller = policy.caller(ofBusClient: identity)
+        requestCaller = caller(of: sender, bus)
         defer { requestCaller = outer }
         return try body()
+    }
+
+    /// The caller `sender` is served as: made by `policy` from its identity, and reused for
+    /// `decisionLifetime` (asking the policy on every call cost a few microseconds each).
+    private func caller(of sender: String?, _ bus: Bus, now: ContinuousClock.Instant = .now) -> Caller {
+        guard let sender else { return policy.caller(ofBusClient: nil) }
+        if let decided = decidedCallers[sender], now < decided.until { return decided.caller }
+        let caller = policy.caller(ofBusClient: busCallers.identity(of: sender, on: bus))
+        if decidedCallers.count >= BusCallers.capacity { decidedCallers.removeAll() }
+        decidedCallers[sender] = (caller, now + Self.decisionLifetime)
+        return caller
     }
 
     // MARK: - Dispatch
@@ -307,6 +321,7 @@ package final class SecretService: @unchecked Sendable {
         prompts.removeAll(owner: name)
         pendingSearches.removeAll(owner: name)
         busCallers.forget(name)
+        decidedCallers[name] = nil
     }
 
     /// "pid 812 (gnome-keyring-d, /usr/bin/gnome-keyring-daemon)" for the owner of `name`, as far as
