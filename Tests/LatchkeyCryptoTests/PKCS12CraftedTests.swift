@@ -79,6 +79,13 @@ final class PKCS12CraftedTests: XCTestCase {
         defer { CRYPTO_free(out, nil, 0) }
         assertRefused(Array(UnsafeBufferPointer(start: try XCTUnwrap(out), count: Int(length))), password: password)
 
+        // An encrypted key's derivation is charged as a PKCS#12 one (it is decrypted with the empty
+        // passphrase before any prompt): a PRF no exporter uses is refused before deriving.
+        let sha224 = D.sequence(D.pbes2(iterations: 2048, prf: "sha224"), D.octets([UInt8](repeating: 0, count: 32)))
+        XCTAssertThrowsError(try AsymmetricKey(der: SecretBytes(copying: sha224))) {
+            assertUnsupported($0 as? CryptoError, "SHA-1, SHA-256, SHA-384 or SHA-512")
+        }
+
         var modulus = try SecureRandom.bytes(131_072)
         modulus[0] |= 0x80
         let huge = D.sequence(
