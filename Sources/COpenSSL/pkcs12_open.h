@@ -8,15 +8,18 @@
 // - runs every decryption in the one library context it is called in, so that a file with one legacy
 //   cipher (RC2-40) was decrypted in the default context first, deriving keys for nothing.
 // Here the caller chooses the passphrase's form, each decryption runs in the context that has its
-// cipher (found before anything is derived), and each key derivation, the MAC's too, is charged to
-// the import's budget before it runs.
+// cipher (found before anything is derived), each key derivation, the MAC's too, is charged to the
+// import's budget before it runs, only RSA and EC keys are decoded (key_algorithms.h), and the
+// certificates are counted.
 
 // One import's key-derivation budget, all attempts together.
 typedef struct {
-    latchkey_p12_work work;      // what was charged: the largest count, the total; the walk's bags; a refusal
-    long long max_iterations;    // for any one derivation
-    long long max_total;         // for all of them
-    int max_bags;                // encrypted safes, shrouded keys and nested safes in one walk
+    latchkey_p12_work work;      // what was charged: the largest count and work, the total; the walk's
+                                 // bags and certificates; a refusal
+    long long max_iterations;    // iterations of any one derivation
+    long long max_work;          // work of any one derivation (shim.h's units)
+    long long max_total;         // work of all of them
+    latchkey_p12_caps caps;      // bags and certificates in one walk
     int derivations;             // derivations run: the MAC's, each safe's and each key's
     OSSL_LIB_CTX *legacy;        // a context with the legacy provider, or NULL
 } latchkey_p12_budget;
@@ -24,19 +27,23 @@ typedef struct {
 // How a step or a walk ended.
 enum {
     LATCHKEY_P12_OPENED = 0,      // done (the MAC verified, the walk read everything)
-    LATCHKEY_P12_FAILED = 1,      // did not verify, decrypt or decode
+    LATCHKEY_P12_FAILED = 1,      // did not verify (the MAC), or did not decode (the structure, a certificate)
     LATCHKEY_P12_UNREADABLE = 2,  // an algorithm no context here has
-    LATCHKEY_P12_REFUSED = 3,     // past the budget or the bag cap, or scrypt: see work.refusal
+    LATCHKEY_P12_REFUSED = 3,     // past the budget or a cap, or scrypt: see work.refusal
     LATCHKEY_P12_RUN = 4,         // (a step) go on: the derivation is charged
+    LATCHKEY_P12_UNDECRYPTED = 5, // a decryption failed: the passphrase (or its form) is wrong, or damage
+    LATCHKEY_P12_OTHER_KEY = 6,   // the key is neither RSA nor EC: not decoded
+    LATCHKEY_P12_BAD_KEY = 7,     // the key (RSA or EC) does not decode
 };
 
 // latchkey_p12_work.refusal when a derivation would pass the budget (work.largest or work.total says which).
 enum { LATCHKEY_P12_TOO_MUCH_WORK = 4 };
 
-// Charges one derivation of `iterations`: 1 when it may run, 0 (refused) when it would pass a cap.
-static inline int latchkey_p12_charge(latchkey_p12_budget *budget, long long iterations) {
-    latchkey_p12_add(&budget->work, iterations);
-    if (iterations > budget->max_iterations || budget->work.total > budget->max_total) {
+// Charges one derivation: 1 when it may run, 0 (refused) when it would pass a cap.
+static inline int latchkey_p12_charge(latchkey_p12_budget *budget, latchkey_p12_cost cost) {
+    latchkey_p12_add(&budget->work, cost);
+    if (cost.iterations > budget->max_iterations || cost.work > budget->max_work
+        || budget->work.total > budget->max_total) {
         budget->work.refusal = LATCHKEY_P12_TOO_MUCH_WORK;
         return 0;
     }
@@ -47,6 +54,20 @@ static inline int latchkey_p12_charge(latchkey_p12_budget *budget, long long ite
 // FAILED, or UNREADABLE when the error queue says an algorithm is missing. Empties the queue.
 static inline int latchkey_p12_failure(void) {
     return latchkey_openssl_unavailable_algorithm() ? LATCHKEY_P12_UNREADABLE : LATCHKEY_P12_FAILED;
+}
+
+// A decryption that failed: UNREADABLE when the error queue says an algorithm is missing, UNDECRYPTED
+// otherwise. Empties the queue.
+static inline int latchkey_p12_undecrypted(void) {
+    return latchkey_openssl_unavailable_algorithm() ? LATCHKEY_P12_UNREADABLE : LATCHKEY_P12_UNDECRYPTED;
+}
+
+// Decodes `p8` into `*pkey` when it is an RSA or EC key (OTHER_KEY, undecoded, otherwise).
+static inline int latchkey_p12_key(const PKCS8_PRIV_KEY_INFO *p8, EVP_PKEY **pkey) {
+    if (latchkey_pkcs8_algorithm(p8) == LATCHKEY_KEY_OTHER) return LATCHKEY_P12_OTHER_KEY;
+    *pkey = EVP_PKCS82PKEY(p8);
+    ERR_clear_error();
+    return *pkey != NULL ? LATCHKEY_P12_OPENED : LATCHKEY_P12_BAD_KEY;
 }
 
 // The context that can decrypt with `alg`, found without deriving anything: NULL in `*context` for this
@@ -99,24 +120,25 @@ static inline int latchkey_p12_context(const X509_ALGOR *alg, OSSL_LIB_CTX *lega
 static inline int latchkey_p12_step(latchkey_p12_budget *budget, const X509_ALGOR *alg, OSSL_LIB_CTX **context) {
     *context = NULL;
     if (alg == NULL) return LATCHKEY_P12_FAILED;  // OpenSSL fails on it too, before deriving
-    if (++budget->work.bags > budget->max_bags) {
+    if (++budget->work.bags > budget->caps.bags) {
         budget->work.refusal = LATCHKEY_P12_TOO_MANY_BAGS;
         return LATCHKEY_P12_REFUSED;
     }
-    long long iterations = latchkey_p12_iterations(alg, &budget->work.refusal);
+    latchkey_p12_cost cost = latchkey_p12_algorithm_cost(alg, &budget->work.refusal);
     if (budget->work.refusal != 0) return LATCHKEY_P12_REFUSED;
     int found = latchkey_p12_context(alg, budget->legacy, context);
     if (found != LATCHKEY_P12_RUN) return found;
-    return latchkey_p12_charge(budget, iterations) ? LATCHKEY_P12_RUN : LATCHKEY_P12_REFUSED;
+    return latchkey_p12_charge(budget, cost) ? LATCHKEY_P12_RUN : LATCHKEY_P12_REFUSED;
 }
 
 // PKCS12_verify_mac with `pass` (NULL: the absent password) of `passlen` bytes, charged first.
 static inline int latchkey_pkcs12_verify_mac(PKCS12 *p12, const char *pass, int passlen,
                                              latchkey_p12_budget *budget) {
+    const X509_ALGOR *digest = NULL;
     const ASN1_INTEGER *iter = NULL;
-    PKCS12_get0_mac(NULL, NULL, NULL, &iter, p12);
-    long long iterations = latchkey_p12_integer(iter, &budget->work.refusal);
-    if (budget->work.refusal != 0 || !latchkey_p12_charge(budget, iterations)) return LATCHKEY_P12_REFUSED;
+    PKCS12_get0_mac(NULL, &digest, NULL, &iter, p12);
+    latchkey_p12_cost cost = latchkey_p12_mac_cost(digest, iter, &budget->work.refusal);
+    if (budget->work.refusal != 0 || !latchkey_p12_charge(budget, cost)) return LATCHKEY_P12_REFUSED;
     return PKCS12_verify_mac(p12, pass, passlen) == 1 ? LATCHKEY_P12_OPENED : latchkey_p12_failure();
 }
 
@@ -124,16 +146,16 @@ static inline int latchkey_p12_open_bags(latchkey_p12_budget *budget, const STAC
                                          const char *pass, int passlen, EVP_PKEY **pkey, STACK_OF(X509) *certs,
                                          int depth);
 
-// One bag, as parse_bag: the first key (a plain or a shrouded one; later keys are skipped, undecrypted),
-// each X.509 certificate with its localKeyID and friendlyName, nested safes.
+// One bag, as parse_bag: the first key (a plain or a shrouded one; later keys are skipped, undecrypted;
+// one that is neither RSA nor EC ends the walk undecoded), each X.509 certificate with its localKeyID
+// and friendlyName (at most caps.certificates in all), nested safes.
 static inline int latchkey_p12_open_bag(latchkey_p12_budget *budget, const PKCS12_SAFEBAG *bag,
                                         const char *pass, int passlen, EVP_PKEY **pkey, STACK_OF(X509) *certs,
                                         int depth) {
     switch (PKCS12_SAFEBAG_get_nid(bag)) {
     case NID_keyBag:
         if (*pkey != NULL) return LATCHKEY_P12_OPENED;
-        *pkey = EVP_PKCS82PKEY(PKCS12_SAFEBAG_get0_p8inf(bag));
-        return *pkey != NULL ? LATCHKEY_P12_OPENED : latchkey_p12_failure();
+        return latchkey_p12_key(PKCS12_SAFEBAG_get0_p8inf(bag), pkey);
     case NID_pkcs8ShroudedKeyBag: {
         if (*pkey != NULL) return LATCHKEY_P12_OPENED;
         const X509_SIG *sig = PKCS12_SAFEBAG_get0_pkcs8(bag);
@@ -146,13 +168,19 @@ static inline int latchkey_p12_open_bag(latchkey_p12_budget *budget, const PKCS1
         if (context != NULL && previous == NULL) return LATCHKEY_P12_UNREADABLE;
         PKCS8_PRIV_KEY_INFO *p8 = PKCS12_decrypt_skey(bag, pass, passlen);
         if (previous != NULL) OSSL_LIB_CTX_set0_default(previous);
-        if (p8 == NULL) return latchkey_p12_failure();
+        if (p8 == NULL) return latchkey_p12_undecrypted();
         // Decoded in the default context, whatever decrypted it; freeing a PKCS8_PRIV_KEY_INFO cleanses it.
-        *pkey = EVP_PKCS82PKEY(p8);
+        int decoded = latchkey_p12_key(p8, pkey);
         PKCS8_PRIV_KEY_INFO_free(p8);
-        return *pkey != NULL ? LATCHKEY_P12_OPENED : latchkey_p12_failure();
+        return decoded;
     }
     case NID_certBag: {
+        // Counted before it is decoded, as the check counts the plain ones: each costs a parse here and
+        // more in PKCS12.swift (94,004 tiny ones, 16 MiB, took 40 s and 0.5 GB before the cap).
+        if (++budget->work.certificates > budget->caps.certificates) {
+            budget->work.refusal = LATCHKEY_P12_TOO_MANY_CERTIFICATES;
+            return LATCHKEY_P12_REFUSED;
+        }
         if (PKCS12_SAFEBAG_get_bag_nid(bag) != NID_x509Certificate) return LATCHKEY_P12_OPENED;
         X509 *x509 = PKCS12_SAFEBAG_get1_cert(bag);
         if (x509 == NULL) return latchkey_p12_failure();
@@ -178,7 +206,7 @@ static inline int latchkey_p12_open_bag(latchkey_p12_budget *budget, const PKCS1
         return LATCHKEY_P12_OPENED;
     }
     case NID_safeContentsBag:
-        if (depth <= 0 || ++budget->work.bags > budget->max_bags) {
+        if (depth <= 0 || ++budget->work.bags > budget->caps.bags) {
             budget->work.refusal = LATCHKEY_P12_TOO_MANY_BAGS;
             return LATCHKEY_P12_REFUSED;
         }
@@ -199,13 +227,15 @@ static inline int latchkey_p12_open_bags(latchkey_p12_budget *budget, const STAC
 // Reads `p12` with `pass` (NULL: the absent password) of `passlen` bytes, without checking its MAC: the
 // first private key into `*pkey`, the first certificate that matches it into `*cert`, the others, in
 // file order, into `*ca` (NULL when there are none), as PKCS12_parse does. On anything but OPENED
-// the three are NULL. Nested safes go at most 4 deep, as latchkey_pkcs12_check counts them.
+// the three are NULL. Nested safes go at most 4 deep, as latchkey_pkcs12_check counts them. A failed
+// decryption is UNDECRYPTED; a structure or certificate that does not decode, FAILED.
 static inline int latchkey_pkcs12_open(PKCS12 *p12, const char *pass, int passlen, latchkey_p12_budget *budget,
                                        EVP_PKEY **pkey, X509 **cert, STACK_OF(X509) **ca) {
     *pkey = NULL;
     *cert = NULL;
     *ca = NULL;
     budget->work.bags = 0;
+    budget->work.certificates = 0;
     STACK_OF(X509) *certs = sk_X509_new_null();
     STACK_OF(PKCS7) *safes = certs != NULL ? PKCS12_unpack_authsafes(p12) : NULL;
     int outcome = safes != NULL ? LATCHKEY_P12_OPENED : LATCHKEY_P12_FAILED;
@@ -231,7 +261,7 @@ static inline int latchkey_pkcs12_open(PKCS12 *p12, const char *pass, int passle
             }
             bags = PKCS12_unpack_p7encdata(p7, pass, passlen);
             if (previous != NULL) OSSL_LIB_CTX_set0_default(previous);
-            outcome = bags != NULL ? LATCHKEY_P12_OPENED : latchkey_p12_failure();
+            outcome = bags != NULL ? LATCHKEY_P12_OPENED : latchkey_p12_undecrypted();
             break;
         }
         default: break;  // other content types are skipped, as PKCS12_parse skips them
@@ -240,23 +270,27 @@ static inline int latchkey_pkcs12_open(PKCS12 *p12, const char *pass, int passle
         sk_PKCS12_SAFEBAG_pop_free(bags, PKCS12_SAFEBAG_free);
     }
     sk_PKCS7_pop_free(safes, PKCS7_free);
-    X509 *x509;
-    while (outcome == LATCHKEY_P12_OPENED && (x509 = sk_X509_shift(certs)) != NULL) {
+    // Taken by index (each slot emptied as it is taken), in file order: shifting each off the front
+    // moved all the others every time.
+    for (int i = 0; outcome == LATCHKEY_P12_OPENED && i < sk_X509_num(certs); i++) {
+        X509 *x509 = sk_X509_value(certs, i);
         if (*pkey != NULL && *cert == NULL) {
             ERR_set_mark();
             int match = X509_check_private_key(x509, *pkey);
             ERR_pop_to_mark();
             if (match) {
                 *cert = x509;
+                sk_X509_set(certs, i, NULL);
                 continue;
             }
         }
         if ((*ca == NULL && (*ca = sk_X509_new_null()) == NULL) || !sk_X509_push(*ca, x509)) {
-            X509_free(x509);
             outcome = LATCHKEY_P12_FAILED;
+            break;
         }
+        sk_X509_set(certs, i, NULL);
     }
-    sk_X509_pop_free(certs, X509_free);
+    sk_X509_pop_free(certs, X509_free);  // X509_free(NULL) does nothing
     if (outcome != LATCHKEY_P12_OPENED) {
         EVP_PKEY_free(*pkey);
         X509_free(*cert);

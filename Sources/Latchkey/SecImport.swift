@@ -41,9 +41,11 @@ nonisolated(unsafe) public let kSecImportItemIdentity: CFString = "identity"
 /// read too, through OpenSSL's legacy provider, which is loaded for this and nothing else.
 ///
 /// - Returns: errSecSuccess; errSecAuthFailed (-25293) when the passphrase is wrong; errSecDecode
-///   (-26275) when the data is not a PKCS#12 file, does not decrypt although its passphrase is right, is
-///   encrypted with a cipher OpenSSL cannot read, or holds a key latchkey cannot use (RSA and EC
-///   P-256/384/521 are supported); errSecParam for a passphrase of another type or one holding a NUL
+///   (-26275) when the data is not a (readable) PKCS#12 file, does not decrypt although its passphrase
+///   is right, is encrypted with a cipher OpenSSL cannot read, asks for more key-derivation work or holds
+///   more certificates (1024) than accepted, or holds a key latchkey cannot use (RSA and EC
+///   P-256/384/521 are supported; other types are refused undecoded, as Apple's import refuses keys
+///   whose algorithm is neither) or one whose private part does not belong to its certificate; errSecParam for a passphrase of another type or one holding a NUL
 ///   character (which OpenSSL would end the passphrase at).
 ///   `LatchkeyDiagnostics.lastErrorDetail` says more.
 ///
@@ -55,8 +57,16 @@ public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ it
     let contents: PKCS12.Contents
     do throws(SecError) {
         let passphrase = try importPassphrase(options)
+        // Copied straight from the NSData (no bridged Data between) and wiped after: a file without a MAC
+        // may hold its private key unencrypted. OpenSSL's own copies (the decoded safes, each bag) are
+        // freed without being cleansed, except the decrypted PrivateKeyInfo; they cannot be wiped here.
+        var der = [UInt8](repeating: 0, count: pkcs12_data.length)
+        der.withUnsafeMutableBytes { buffer in
+            if let base = buffer.baseAddress { pkcs12_data.getBytes(base, length: buffer.count) }
+        }
+        defer { SecretBytes.wipe(&der) }
         do {
-            contents = try PKCS12.parse(der: Array(pkcs12_data as Data), password: passphrase)
+            contents = try PKCS12.parse(der: der, password: passphrase)
         } catch .wrongPassword {
             throw SecError(SecStatus.authFailed, "the PKCS#12 passphrase is wrong")
         } catch .unsupported(let why) {
@@ -106,7 +116,17 @@ private func importPassphrase(_ options: CFDictionary) throws(SecError) -> Secre
     guard let value = dictionary[kSecImportExportPassphrase as String] else { return SecretBytes(count: 0) }
     let passphrase: SecretBytes
     switch value {
-    case let string as String: passphrase = SecretBytes(copying: Array(string.utf8))
+    case let string as String:
+        // Straight into wiping storage (an Array of the UTF-8 would be a copy left behind); the String
+        // itself is the caller's, and cannot be wiped (pass a CFData to avoid it).
+        var utf8 = string.utf8CString
+        passphrase = SecretBytes(count: utf8.count - 1)
+        passphrase.withUnsafeMutableBytes { out in
+            utf8.withUnsafeBytes { input in
+                for k in 0..<out.count { out[k] = input[k] }
+            }
+        }
+        utf8.withUnsafeMutableBytes { SecretBytes.wipe($0.baseAddress!, count: $0.count) }
     case let data as Data: passphrase = SecretBytes(copying: data)
     default: throw .param("kSecImportExportPassphrase must be a string")
     }

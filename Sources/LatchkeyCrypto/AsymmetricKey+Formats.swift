@@ -12,7 +12,9 @@ extension AsymmetricKey {
     /// A key from DER: PKCS#8 `PrivateKeyInfo`, `EncryptedPrivateKeyInfo` (needs `password`),
     /// `SubjectPublicKeyInfo`, PKCS#1 `RSAPrivateKey`/`RSAPublicKey` or SEC1 `ECPrivateKey`.
     /// Throws `.wrongPassword` when an encrypted key does not open, `.invalidInput` for anything
-    /// else that does not decode, `.unsupported` for keys other than RSA and P-256/384/521.
+    /// else that does not decode, `.unsupported` for keys other than RSA and P-256/384/521 (other types
+    /// are refused by their algorithm OID, undecoded: `+Decoding`), or an encrypted key asking for more
+    /// key-derivation work than a PKCS#12 file may.
     package convenience init(der: SecretBytes, password: SecretBytes? = nil) throws(CryptoError) {
         try self.init(adopting: Self.decode(der: der, password: password))
     }
@@ -21,42 +23,6 @@ extension AsymmetricKey {
     /// (`Proc-Type: 4,ENCRYPTED`) is decrypted by OpenSSL with `password`.
     package convenience init(pem: SecretBytes, password: SecretBytes? = nil) throws(CryptoError) {
         try self.init(adopting: Self.decode(pem: pem, password: password))
-    }
-
-    private static func decode(der: SecretBytes, password: SecretBytes?) throws(CryptoError) -> OpaquePointer {
-        var made: OpaquePointer?
-        var failure: CryptoError?
-        der.withUnsafeBytes { buffer in
-            do throws(CryptoError) {
-                made = try KeyCodec.decode(
-                    buffer, inputType: "DER", structure: nil, keyType: nil,
-                    selection: Int32(OSSL_KEYMGMT_SELECT_ALL), password: password)
-            } catch {
-                // OpenSSL's "any structure" search does not try a PKCS#1 RSAPublicKey; ask for it by name.
-                made = try? KeyCodec.decode(
-                    buffer, inputType: "DER", structure: "type-specific", keyType: "RSA",
-                    selection: KeyCodec.publicSelection, password: nil)
-                if made == nil { failure = isEncryptedPrivateKeyInfo(buffer) ? .wrongPassword : error }
-            }
-        }
-        if let failure { throw failure }
-        return made!
-    }
-
-    private static func decode(pem: SecretBytes, password: SecretBytes?) throws(CryptoError) -> OpaquePointer {
-        guard let block = try PEM.blocks(in: pem).first(where: { pemKeyLabels.contains($0.label) }) else {
-            throw CryptoError.invalidInput("the PEM data holds no key")
-        }
-        let isLegacyEncrypted = block.headers.contains { $0.name == "Proc-Type" && $0.value.contains("ENCRYPTED") }
-        guard isLegacyEncrypted else { return try decode(der: block.der, password: password) }
-        var made: OpaquePointer?
-        block.text.withUnsafeBytes { buffer in
-            made = try? KeyCodec.decode(
-                buffer, inputType: "PEM", structure: nil, keyType: nil,
-                selection: Int32(OSSL_KEYMGMT_SELECT_ALL), password: password, allowTrailingBytes: true)
-        }
-        guard let made else { throw CryptoError.wrongPassword }
-        return made
     }
 
     /// PKCS#8 `PrivateKeyInfo` DER of a private key; with a password, `EncryptedPrivateKeyInfo`

@@ -9,20 +9,33 @@ package enum PKCS12 {
 
     /// Most key-derivation iterations accepted for any one derivation (the MAC, an encrypted safe, a
     /// shrouded key). OpenSSL 3.0 accepts up to 2^31−1, so without a cap a 1 KB file holds a thread for
-    /// minutes before its passphrase is even checked. Real files use 2048 (OpenSSL's default), 2000 to
-    /// 600,000 (macOS and Windows exports); Windows refuses more than 600,000, BoringSSL more than
-    /// 100,000,000. Ten million is 16 times Windows' limit and costs well under a second per derivation.
+    /// minutes before its passphrase is even checked. Real files use 2048 (OpenSSL's default, PBKDF2-SHA256
+    /// for AES-256 and a SHA-256 MAC, or with `-legacy` 3DES and SHA-1), 2000 (Windows' exports, 3DES or
+    /// AES-256 with SHA-256), 10,000 (Java), up to 600,000; Windows refuses more than 600,000, BoringSSL
+    /// more than 100,000,000. Ten million is 16 times Windows' limit.
     package static let maximumIterations: Int64 = 10_000_000
-    /// Most iterations accepted for one import, every derivation it runs counted as it runs: the MAC
-    /// once (an empty passphrase: once or twice, its absent form and then its empty one), each encrypted
-    /// safe and the shrouded key once (without a MAC and with an empty passphrase, the walk that fails
-    /// with the absent form as well). Enough for a MAC, the certificates and the key at the largest count
-    /// each; the count a file shows without its passphrase (the MAC, its encrypted safes and plain
-    /// shrouded keys) is checked against it before anything is derived.
-    package static let maximumTotalIterations: Int64 = 3 * maximumIterations
+    /// Most work accepted for any one derivation, in units of one PBKDF2-HMAC-SHA256 iteration for one
+    /// 32-byte block (shim.h): iterations × output blocks × the digest's weight (HMAC-SHA1 and -SHA256 1,
+    /// -SHA384 and -SHA512 3; the PKCS#12 KDF 1 for each of its key and IV blocks). So the cap means what
+    /// ten million iterations meant for PBKDF2-SHA256, which measured 3.0 s here (302 ns each, OpenSSL 3.0
+    /// on a loaded 2-core x86-64 with SHA extensions); a file the count cap let through at 10 million
+    /// with HMAC-SHA512/224 (refused now) cost 4.4 times that. The real files above cost at most
+    /// 6,144 units per derivation (3DES: 2048 iterations × 3 SHA-1 blocks); 600,000 iterations of
+    /// PBKDF2-SHA512, 1,800,000.
+    package static let maximumWork: Int64 = 10_000_000
+    /// Most work accepted for one import, every derivation it runs counted as it runs: the MAC once (an
+    /// empty passphrase: once or twice, its absent form and then its empty one), each encrypted safe and
+    /// the shrouded key once (without a MAC and with an empty passphrase, the walk that fails with the
+    /// absent form as well). Enough for a MAC, the certificates and the key at the largest cost each
+    /// (about 9 s of PBKDF2-SHA256 here); the work a file shows without its passphrase (the MAC, its
+    /// encrypted safes and plain shrouded keys) is checked against it before anything is derived.
+    package static let maximumTotalWork: Int64 = 3 * maximumWork
     /// Most encrypted safes and shrouded keys (and nested safes) accepted in one file: real files have
     /// one or two.
     package static let maximumEncryptedBags: Int32 = 64
+    /// Most certificates accepted in one file: a chain has a handful, a Java truststore exported as
+    /// PKCS#12 about 150. Each costs a parse in OpenSSL and another here.
+    package static let maximumCertificates: Int32 = 1024
 
     /// What a PKCS#12 file held.
     package struct Contents: Sendable {
@@ -41,10 +54,13 @@ package enum PKCS12 {
 
     /// Opens a PKCS#12 file. Throws `.wrongPassword` when the MAC (or, in a file without a MAC opened
     /// with the empty passphrase, the decryption) fails with `password`, `.invalidInput` for data that is
-    /// not PKCS#12 or does not decrypt although its MAC verifies, and for a passphrase holding a NUL
-    /// byte, and `.unsupported` for a cipher no OpenSSL provider can read, a file without a MAC opened
-    /// with a passphrase (OpenSSL 3.0 cannot), too much key-derivation work, or a key other than RSA or
-    /// EC P-256/384/521.
+    /// not PKCS#12, does not decode (before any decryption, in a file without a MAC) or does not decrypt
+    /// although its MAC verifies, a key that does not decode or does not belong to its certificate, and
+    /// a passphrase holding a NUL byte, and `.unsupported` for a cipher no OpenSSL provider can read, a
+    /// file without a MAC opened with a passphrase (OpenSSL 3.0 cannot), too much key-derivation work (or
+    /// a PRF or MAC digest other than SHA-1, SHA-256, SHA-384 and SHA-512), more than
+    /// `maximumCertificates` certificates, or a key other than RSA or EC P-256/384/521 (refused by its
+    /// algorithm before any decoder runs).
     ///
     /// PKCS#12's empty password has two forms, absent (no password bytes) and empty (the two zero bytes
     /// of an empty BMPString): `password` empty tries both, absent first, as OpenSSL does, in the MAC,
@@ -81,8 +97,9 @@ package enum PKCS12 {
         let pass = cStringCopy(password)
         var budget = latchkey_p12_budget()
         budget.max_iterations = maximumIterations
-        budget.max_total = maximumTotalIterations
-        budget.max_bags = maximumEncryptedBags
+        budget.max_work = maximumWork
+        budget.max_total = maximumTotalWork
+        budget.caps = caps
         budget.legacy = LegacyPKCS12.context
         var pkey: OpaquePointer?, x509: OpaquePointer?, stack: OpaquePointer?
         defer {
@@ -102,10 +119,12 @@ package enum PKCS12 {
                 // OpenSSL 3.0 reads a file without a MAC only without a passphrase (with one, its
                 // PKCS12_parse fails as for a wrong MAC); that stays so, and is not called a wrong passphrase.
                 guard password.count == 0 else { return .noMAC }
-                // Without a MAC only the decryption tells the forms apart; each walk's work is charged.
+                // Without a MAC only the decryption tells the forms apart; each walk's work is charged. A
+                // walk that fails otherwise (a structure or certificate that does not decode) would fail
+                // the same with the other form: the file is damaged, no passphrase would open it.
                 for form in forms {
                     let opened = open(form)
-                    if opened != LATCHKEY_P12_FAILED { return ParseOutcome(opened, verified: false) }
+                    if opened != LATCHKEY_P12_UNDECRYPTED { return ParseOutcome(opened, verified: false) }
                 }
                 return .wrongPassword
             }
@@ -128,6 +147,12 @@ package enum PKCS12 {
                     + (LegacyPKCS12.isAvailable ? "" : " (OpenSSL's legacy provider could not be loaded)"))
         case .damaged:
             throw CryptoError.invalidInput("the PKCS#12 file does not decrypt although its passphrase is right")
+        case .malformed:
+            throw CryptoError.invalidInput("the data is not a readable PKCS#12 file (a part of it does not decode)")
+        case .otherKey:
+            throw CryptoError.unsupported("only RSA and EC keys are supported")
+        case .badKey:
+            throw CryptoError.invalidInput("the PKCS#12 file's private key does not decode")
         case .noMAC:
             throw CryptoError.unsupported("PKCS#12 files without an integrity MAC are read only without a passphrase")
         case .tooMuchWork:
@@ -140,6 +165,9 @@ package enum PKCS12 {
             pkey = nil  // adopted: freed by the key from here on
             key = try AsymmetricKey(adopting: made)
         }
+        // The walk paired the key with a certificate by their public parts; the key's private part must
+        // belong to them too (after AsymmetricKey checked its type and size, which bound the check).
+        if let key, x509 != nil { try checkPair(key) }
         var certificates: [X509Certificate] = []
         if let stack {
             for index in 0..<max(0, OPENSSL_sk_num(stack)) {
@@ -164,6 +192,28 @@ package enum PKCS12 {
             derivations: Int(budget.derivations))
     }
 
+    /// Throws `.invalidInput` unless `key`'s private part belongs to its public part: a signature made
+    /// with it must verify. OpenSSL decodes an EC key's public point from the file as given (it computes
+    /// it only when absent) and X509_check_private_key compares public parts only, so a key holding a
+    /// certificate's point with another scalar would make an identity whose key cannot sign for it.
+    /// One signature and one verification (an 8192-bit RSA key: about 40 ms) rather than
+    /// EVP_PKEY_pairwise_check, which for RSA tests the primes too (4 s for 8192 bits).
+    private static func checkPair(_ key: AsymmetricKey) throws(CryptoError) {
+        let algorithm: SignatureAlgorithm =
+            key.algorithm == .rsa ? .rsaSignatureDigestPKCS1v15SHA256 : .ecdsaSignatureDigestX962SHA256
+        let digest = SHA256.hash(Array("latchkey PKCS#12 key check".utf8))
+        let matches: Bool
+        do {
+            matches = try key.publicKey().verify(algorithm, digest, signature: key.sign(algorithm, digest))
+        } catch {
+            matches = false
+        }
+        guard matches else {
+            throw CryptoError.invalidInput(
+                "the PKCS#12 file's private key does not belong to its certificate (its parts do not match)")
+        }
+    }
+
     private static let passphraseWithNUL = CryptoError.invalidInput(
         "a PKCS#12 passphrase cannot contain a NUL byte (OpenSSL would read only what comes before it)")
 
@@ -177,8 +227,14 @@ package enum PKCS12 {
         case damaged
         /// No MAC, and a passphrase, which OpenSSL cannot use together.
         case noMAC
-        /// More key-derivation work than accepted (the budget's refusal says which).
+        /// More key-derivation work than accepted, or a cap passed (the budget's refusal says which).
         case tooMuchWork
+        /// Without a MAC: a structure or certificate that does not decode, before or after a decryption.
+        case malformed
+        /// A key other than RSA and EC, not decoded.
+        case otherKey
+        /// An RSA or EC key that does not decode.
+        case badKey
 
         /// A step's or a walk's `LATCHKEY_P12_*` outcome; a failure after a verified MAC is damage.
         init(_ code: Int, verified: Bool) {
@@ -186,24 +242,30 @@ package enum PKCS12 {
             case LATCHKEY_P12_OPENED: self = .parsed
             case LATCHKEY_P12_UNREADABLE: self = .unreadable
             case LATCHKEY_P12_REFUSED: self = .tooMuchWork
+            case LATCHKEY_P12_OTHER_KEY: self = .otherKey
+            case LATCHKEY_P12_BAD_KEY: self = .badKey
+            case LATCHKEY_P12_FAILED: self = verified ? .damaged : .malformed
             default: self = verified ? .damaged : .wrongPassword
             }
         }
     }
 
+    /// The bag and certificate caps, for the C walks.
+    private static let caps = latchkey_p12_caps(bags: maximumEncryptedBags, certificates: maximumCertificates)
+
     /// Throws `.unsupported` when what `p12` shows without its passphrase (its MAC, encrypted safes and
-    /// plain shrouded keys, each once) already asks for more key-derivation work than accepted, before
-    /// anything is derived.
+    /// plain shrouded keys, each once, and the certificates of its plain safes) already asks for more
+    /// key-derivation work than accepted or passes a cap, before anything is derived.
     private static func checkWork(_ p12: OpaquePointer) throws(CryptoError) {
         var shown = latchkey_p12_work()
-        if latchkey_pkcs12_check(p12, maximumEncryptedBags, &shown) == 0, let refusal = refusal(of: shown) {
+        if latchkey_pkcs12_check(p12, caps, &shown) == 0, let refusal = refusal(of: shown) {
             throw CryptoError.unsupported(refusal)
         }
     }
 
-    /// Why `work` is refused (scrypt, too many bags, a malformed count, more iterations than accepted in
-    /// one derivation or in all), or nil.
-    private static func refusal(of work: latchkey_p12_work) -> String? {
+    /// Why `work` is refused (scrypt, too many bags or certificates, a malformed count, a PRF or digest
+    /// not accepted, more iterations or work than accepted in one derivation or in all), or nil.
+    static func refusal(of work: latchkey_p12_work) -> String? {
         switch Int(work.refusal) {
         case LATCHKEY_P12_UNSUPPORTED_KDF:
             return "the file derives a key with a function other than PBKDF2 (such as scrypt), which is not accepted"
@@ -211,15 +273,24 @@ package enum PKCS12 {
             return "the file has more than \(maximumEncryptedBags) encrypted safes and keys, or nests them too deep"
         case LATCHKEY_P12_MALFORMED:
             return "the file gives a key-derivation iteration count that is not a positive integer"
+        case LATCHKEY_P12_UNSUPPORTED_DIGEST:
+            return
+                "the file derives a key or its MAC with a digest other than SHA-1, SHA-256, SHA-384 or SHA-512, which is not accepted"
+        case LATCHKEY_P12_TOO_MANY_CERTIFICATES:
+            return "the file has more than \(maximumCertificates) certificates"
         default: break
         }
-        if work.largest > maximumIterations {
+        if work.iterations > maximumIterations {
             return
-                "the file asks for \(work.largest) key-derivation iterations; at most \(maximumIterations) are accepted"
+                "the file asks for \(work.iterations) key-derivation iterations; at most \(maximumIterations) are accepted"
         }
-        if work.total > maximumTotalIterations {
+        if work.largest > maximumWork {
             return
-                "the file asks for \(work.total) key-derivation iterations in all; at most \(maximumTotalIterations) are accepted"
+                "one key derivation in the file asks for \(work.largest) units of work (iterations × output blocks × the digest's weight); at most \(maximumWork) are accepted"
+        }
+        if work.total > maximumTotalWork {
+            return
+                "the file asks for \(work.total) units of key-derivation work in all (iterations × output blocks × the digest's weight); at most \(maximumTotalWork) are accepted"
         }
         return nil
     }
