@@ -105,6 +105,23 @@ final class AccessGroupTests: AgentTestCase {
                 try run(mail, "find", "imap", "me", environment: ["LD_PRELOAD": library]), "-25300",
                 "started under LD_PRELOAD")
         }
+        // Started traced: the tracer could make it do anything.
+        let traced = """
+            import ctypes, os, sys
+            libc = ctypes.CDLL(None, use_errno=True)
+            child = os.fork()
+            if child == 0:
+                libc.ptrace(0, 0, None, None)  # PTRACE_TRACEME: stopped at the exec, traced from then on
+                os.execv(sys.argv[1], sys.argv[1:])
+            while True:
+                _, status = os.waitpid(child, 0)
+                if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                    break
+                signal = os.WSTOPSIG(status)
+                libc.ptrace(7, child, None, 0 if signal == 5 else signal)  # PTRACE_CONT
+            """
+        XCTAssertEqual(
+            try run("/usr/bin/python3", "-I", "-c", traced, mail, "find", "imap", "me"), "-25300", "run traced")
         XCTAssertEqual(try run(mail, "find", "imap", "me"), "0 mail's")
     }
 
