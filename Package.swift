@@ -57,6 +57,10 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        // Linux-PAM, for the agent's user checks (kSecAttrAccessControl, docs/ACCESS-CONTROL.md).
+        .systemLibrary(
+            name: "CPAM", pkgConfig: "pam",
+            providers: [.apt(["libpam0g-dev"])]),
         // The keybag's Argon2id limits: pam/keybag_limits.h, the one definition the PAM module and the
         // agent both read (a module map only; nothing to link).
         .systemLibrary(name: "CKeybagLimits"),
@@ -120,7 +124,7 @@ let package = Package(
             dependencies: [
                 "LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
                 "LatchkeySecretService", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
-                "LatchkeyApplications", .product(name: "Logging", package: "swift-log"), systemPackage,
+                "LatchkeyApplications", "CPAM", .product(name: "Logging", package: "swift-log"), systemPackage,
             ]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
         .target(

@@ -84,12 +84,12 @@ nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = SecKeys.
 /// Apple's `kSecUseAuthenticationUIFail`.
 nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = SecKeys.useAuthenticationUIFail as NSString
 /// Apple's `kSecUseAuthenticationUISkip`. Accepted by SecItemCopyMatching only (errSecParam
-/// elsewhere); no item needs authentication UI here, so it skips nothing.
+/// elsewhere): items whose secret needs a user check are left out of the results.
 nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = SecKeys.useAuthenticationUISkip as NSString
-/// Apple's `kSecUseOperationPrompt`. Accepted (a string); nothing here asks for user presence, so
-/// it is not shown.
+/// Apple's `kSecUseOperationPrompt`: the reason the user check's prompt shows, under the name of the
+/// program that asks.
 nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = SecKeys.useOperationPrompt as NSString
-/// Apple's `kSecUseNoAuthenticationUI`. Accepted (a boolean); nothing here asks for user presence.
+/// Apple's `kSecUseNoAuthenticationUI`. True behaves as ``kSecUseAuthenticationUIFail``.
 nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = SecKeys.useNoAuthenticationUI as NSString
 /// Apple's `kSecUseAuthenticationContext`. Not supported (there is no LocalAuthentication): errSecParam.
 nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = SecKeys.useAuthenticationContext as NSString
@@ -98,8 +98,10 @@ nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = SecKeys.
 nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = SecKeys.useDataProtectionKeychain as NSString
 /// Apple's `kSecAttrAccessible`.
 nonisolated(unsafe) public let kSecAttrAccessible: CFString = SecAttr.accessible as NSString
-/// Apple's `kSecAttrAccessControl`. Not implemented yet: errSecUnimplemented for a SecAccessControl's
-/// serialised data, errSecParam for a value of any other type (Apple's type check).
+/// Apple's `kSecAttrAccessControl`: a ``SecAccessControl``. Its protection class is the item's
+/// accessibility (a different ``kSecAttrAccessible`` is errSecParam, as is a synchronizable item); reading
+/// the item's secret, changing the item or using its key then needs a user check through PAM
+/// (docs/ACCESS-CONTROL.md). Any other value is errSecParam. Not a filter in a query.
 nonisolated(unsafe) public let kSecAttrAccessControl: CFString = SecAttr.accessControl as NSString
 /// Apple's `kSecAttrAccessGroup`. Stored and part of uniqueness; items added without one go to the
 /// calling application's first group (`default` for a program without an application file). A group

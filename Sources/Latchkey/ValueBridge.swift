@@ -37,6 +37,9 @@ enum ValueBridge {
             return certificate.secValue
         case let identity as SecIdentity:
             return identity.secValue
+        case let control as SecAccessControl:
+            // Its encoding (docs/PROTOCOL.md, "Access control"); the agent decodes and checks it.
+            return .data(control.control.encoded)
         case let string as String:
             return .string(string)
         case let data as Data:
@@ -70,7 +73,16 @@ enum ValueBridge {
         case .array(let values): return NSArray(array: values.map(object))
         case .dictionary(let entries):
             let result = NSMutableDictionary(capacity: entries.count)
-            for (key, value) in entries { result[NSString(string: key)] = object(value) }
+            for (key, value) in entries {
+                // An item's kSecAttrAccessControl comes back as a SecAccessControl object, as on Apple systems.
+                if key == SecAttr.accessControl, case .data(let bytes) = value,
+                    let control = SecAccessControl(encoded: bytes)
+                {
+                    result[NSString(string: key)] = control
+                    continue
+                }
+                result[NSString(string: key)] = object(value)
+            }
             return result
         case .null: return kCFNull
         }

@@ -166,7 +166,8 @@ package enum AgentMain {
             server = try AgentServer(
                 endpoint: endpoint, locks: locks, keychain: keychain,
                 onItemRequest: { lockPolicy.noteUse() },
-                onUnlock: { lockPolicy.cancelPendingLock() })
+                onUnlock: { lockPolicy.cancelPendingLock() },
+                presence: UserPresence(prompter: prompter))
         } catch let error as ListenerError {
             if error.alreadyRunning && activation {
                 // D-Bus started us for org.freedesktop.secrets: the running agent takes the bus.

@@ -22,12 +22,16 @@ package final class AgentService: Sendable {
     /// Called after an authenticated unlock (password or login hand-off): a screen lock still
     /// waiting out its grace period must not drop the keys just handed over.
     let onUnlock: @Sendable () -> Void
+    /// Asks the user for the items that need a user check (kSecAttrAccessControl); nil: nobody can be
+    /// asked, and such items are as with kSecUseAuthenticationUIFail.
+    let presence: UserPresence?
 
     package init(
         keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {},
-        onUnlock: @escaping @Sendable () -> Void = {}
+        onUnlock: @escaping @Sendable () -> Void = {}, presence: UserPresence? = nil
     ) {
         self.keychain = keychain
+        self.presence = presence
         self.onItemRequest = onItemRequest
         self.onUnlock = onUnlock
         let exits = Self.makeExitWatch()
@@ -56,17 +60,28 @@ package final class AgentService: Sendable {
                         HelloKey.pid: .int(Int64(getpid())),
                     ]))
             case .add(let attributes):
-                return .ok(try keychain.add(attributes, caller: caller))
+                return .ok(
+                    try withUserChecks(caller) { checks throws(SecError) in
+                        try keychain.add(attributes, caller: caller, checks: checks)
+                    })
             case .copyMatching(let query):
-                return .ok(try keychain.copyMatching(query, caller: caller))
+                return .ok(
+                    try withUserChecks(caller) { checks throws(SecError) in
+                        try keychain.copyMatching(query, caller: caller, checks: checks)
+                    })
             case .update(let query, let attributes):
-                try keychain.update(query, attributes, caller: caller)
+                try withUserChecks(caller) { checks throws(SecError) in
+                    try keychain.update(query, attributes, caller: caller, checks: checks)
+                }
                 return .ok(nil)
             case .delete(let query):
                 try keychain.delete(query, caller: caller)
                 return .ok(nil)
             case .keyOperation(let operation):
-                return .ok(try keychain.keyOperation(operation, caller: caller))
+                return .ok(
+                    try withUserChecks(caller) { checks throws(SecError) in
+                        try keychain.keyOperation(operation, caller: caller, checks: checks)
+                    })
             case .generateKey(let parameters):
                 return .ok(try keychain.generateKey(parameters, caller: caller))
             case .status:
@@ -143,6 +158,32 @@ package final class AgentService: Sendable {
         } catch {
             return Response(status: SecStatus.internalComponent, value: nil, message: "\(type(of: error))")
         }
+    }
+
+    /// Runs an item request in two phases (docs/ACCESS-CONTROL.md §3): the engine answers errSecAuthNeeded
+    /// with what it needs, without the items' data and without its mutex held while the user is asked;
+    /// the check runs here, and the request is repeated with the check granted in this request's own
+    /// session, which no other request sees. The items a repeat needs can differ (the keychain changed
+    /// meanwhile): a few rounds, then errSecAuthFailed, like Apple's client (which retries up to 20).
+    private func withUserChecks<T>(_ caller: Caller, _ body: (UserCheckSession?) throws(SecError) -> T)
+        throws(SecError) -> T
+    {
+        guard let presence else { return try body(nil) }
+        let session = UserCheckSession()
+        for _ in 0..<3 {
+            do {
+                return try body(session)
+            } catch  where error.status == SecStatus.authNeeded {
+                guard let requirement = session.pending else {
+                    throw SecError(SecStatus.internalComponent, "a user check was asked for without a requirement")
+                }
+                let passed = try presence.check(requirement, caller: caller)
+                session.grant(requirement, passed: passed)
+                AgentLog.info(
+                    "user check passed for pid \(caller.pid) (\(requirement.items.count) protected item(s))")
+            }
+        }
+        throw SecError(SecStatus.authFailed, "the items needing a user check kept changing")
     }
 
     /// Unlocks with a password; nil on success. A wrong password while the login password is known to

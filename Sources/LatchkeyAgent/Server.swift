@@ -34,7 +34,7 @@ package final class AgentServer: @unchecked Sendable {
     package init(
         endpoint: AgentEndpoint, locks: AgentLocks, keychain: Keychain,
         onItemRequest: @escaping @Sendable () -> Void = {},
-        onUnlock: @escaping @Sendable () -> Void = {}
+        onUnlock: @escaping @Sendable () -> Void = {}, presence: UserPresence? = nil
     ) throws {
         self.endpoint = endpoint
         self.policy = CallerPolicy()
@@ -42,7 +42,8 @@ package final class AgentServer: @unchecked Sendable {
         self.mailbox = try Mailbox()
         self.demand = try SlotDemand()
         self.listener = try Listener.open(endpoint: endpoint, locks: locks)
-        self.service = AgentService(keychain: keychain, onItemRequest: onItemRequest, onUnlock: onUnlock)
+        self.service = AgentService(
+            keychain: keychain, onItemRequest: onItemRequest, onUnlock: onUnlock, presence: presence)
     }
 
     /// The socket path clients connect to.

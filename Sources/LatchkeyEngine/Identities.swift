@@ -58,9 +58,13 @@ struct Identities {
         var certificateRequest = AddRequest(itemClass: .certificate)
         certificateRequest.protection = request.protection
         certificateRequest.synchronizable = request.synchronizable
+        certificateRequest.accessControl = request.accessControl
         var keyRequest = AddRequest(itemClass: .key)
         keyRequest.protection = request.protection
         keyRequest.synchronizable = request.synchronizable
+        keyRequest.accessControl = request.accessControl
+        keyRequest.authenticationUI = request.authenticationUI
+        keyRequest.operationPrompt = request.operationPrompt
         // The caller's attributes go to whichever half has them (the certificate for shared names), the
         // access group the request was admitted to among them.
         for (name, value) in request.attributes {
@@ -190,7 +194,9 @@ struct Identities {
 
     /// SecItemUpdate of identities: the certificate's attributes, then the key's, in one transaction.
     func update(_ query: ItemQuery, _ changes: Changes) throws(SecError) {
-        let pairs = try find(query, limit: nil)
+        let pairs = try items.presence.admit(
+            try find(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt
+        ) { [$0.certificate, $0.key] }
         guard !pairs.isEmpty else { throw SecError.notFound }
         do {
             try items.store.transaction {

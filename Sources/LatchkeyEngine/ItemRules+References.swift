@@ -15,7 +15,7 @@ extension ItemRules {
             derived = try KeyMaterial.attributes(ofCertificate: certificate.der)
             request.data = certificate.der
         case .key(let key):
-            let (material, source) = try keyMaterial(of: key)
+            let (material, source) = try keyMaterial(of: key, for: request)
             var checked = try KeyMaterial.reference(
                 material: material, keyType: key.keyType, keyClass: key.keyClass,
                 stored: source != nil)
@@ -33,6 +33,12 @@ extension ItemRules {
                     }
                     request.protection = source.protection
                     request.synchronizable = source.row.synchronizable
+                    // And its access control: a copy without it would sign without the user.
+                    let control = try source.accessControl()
+                    if control != nil, let asked = request.accessControl, asked != control {
+                        throw .param("a non-extractable key keeps its kSecAttrAccessControl")
+                    }
+                    if let control { request.accessControl = control }
                 }
             }
             request.data = material
@@ -47,7 +53,10 @@ extension ItemRules {
 
     /// The external representation of a key named by a reference: the bytes it carries, or those of the
     /// keychain item holding it (which must be readable), and that item.
-    private func keyMaterial(of key: KeyReference) throws(SecError) -> ([UInt8], source: OpenItem?) {
+    /// Reading a protected item's key this way is reading its secret: it needs the user check.
+    private func keyMaterial(of key: KeyReference, for request: AddRequest) throws(SecError)
+        -> ([UInt8], source: OpenItem?)
+    {
         if let material = key.material { return (material, nil) }
         guard let refBytes = key.persistentRef, let ref = PersistentRef(bytes: refBytes), ref.itemClass == .key else {
             throw .param("the key reference names no key")
@@ -64,7 +73,11 @@ extension ItemRules {
             item = try find(same, limit: 1).first
         }
         guard let item else { throw SecError(SecStatus.itemNotFound, "the key is no longer in the keychain") }
-        return (try ItemSealer.openSecret(item), item)
+        guard
+            let admitted = try presence.admit([item], ui: request.authenticationUI, prompt: request.operationPrompt)
+                .first
+        else { throw SecError(SecStatus.interactionNotAllowed, "the key needs a user check") }
+        return (try ItemSealer.openSecret(admitted), admitted)
     }
 
     /// The attributes a query's `kSecValueRef` implies, for matching, as Apple infers them from the

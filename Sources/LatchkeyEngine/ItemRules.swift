@@ -17,6 +17,8 @@ struct ItemRules {
     let scope: GroupScope
     /// Told of every change of a generic password, mutex held (see `Keychain.observeItemChanges`).
     let onChange: (@Sendable (KeychainItemChange) -> Void)?
+    /// Whether the items whose secret the request reads, changes or uses may be (user presence).
+    var presence = PresenceGate(session: nil)
 
     /// SecItemAdd, in one transaction.
     func add(_ request: AddRequest) throws(SecError) -> SecValue? {
@@ -60,6 +62,8 @@ struct ItemRules {
         }
         attributes[SecAttr.accessible] = .string(protection.pdmn)
         attributes[SecAttr.synchronizable] = .int(request.synchronizable ? 1 : 0)
+        // Sealed with the other attributes, never a column or a hash (docs/STORE.md).
+        if let control = request.accessControl { attributes[SecAttr.accessControl] = .data(control.encoded) }
         let now = Clock.now()
         attributes[SecAttr.creationDate] = .date(now)
         attributes[SecAttr.modificationDate] = .date(now)
@@ -93,7 +97,13 @@ struct ItemRules {
     /// SecItemCopyMatching.
     func copy(_ query: ItemQuery) throws(SecError) -> SecValue? {
         if query.identity {
-            let pairs = try Identities(items: self).find(query, limit: query.limit.maximum)
+            var pairs = try Identities(items: self).find(query, limit: limit(of: query))
+            // A certificate reference carries the certificate's data; an identity's data is its key's.
+            pairs = try presence.admit(pairs, ui: query.authenticationUI, prompt: query.operationPrompt) { pair in
+                (query.returns.ref || query.returns.data ? [pair.certificate] : [])
+                    + (query.returns.data ? [pair.key] : [])
+            }
+            if let maximum = query.limit.maximum { pairs = Array(pairs.prefix(maximum)) }
             guard !pairs.isEmpty else { throw SecError.notFound }
             var values: [SecValue] = []
             for pair in pairs {
@@ -101,7 +111,12 @@ struct ItemRules {
             }
             return query.limit.returnsArray ? .array(values) : values.first
         }
-        let items = try find(query, limit: query.limit.maximum)
+        var items = try find(query, limit: limit(of: query))
+        let readsData = query.returns.data || query.returns.ref
+        items = try presence.admit(items, ui: query.authenticationUI, prompt: query.operationPrompt) { item in
+            readsData && (query.returns.data || item.itemClass == .certificate) ? [item] : []
+        }
+        if let maximum = query.limit.maximum { items = Array(items.prefix(maximum)) }
         guard !items.isEmpty else { throw SecError.notFound }
         var values: [SecValue] = []
         for item in items {
@@ -110,9 +125,18 @@ struct ItemRules {
         return query.limit.returnsArray ? .array(values) : values.first
     }
 
-    /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing.
+    /// The row limit of a query: none when `kSecUseAuthenticationUISkip` may leave rows out, so that
+    /// the limit counts the items returned (the limit is applied after the gate).
+    private func limit(of query: ItemQuery) -> Int? {
+        query.authenticationUI == .skip ? nil : query.limit.maximum
+    }
+
+    /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing. Changing
+    /// a protected item (its secret, its attributes or its access control) needs a user check, as on
+    /// Apple systems, where an update decrypts the item.
     func update(_ query: ItemQuery, _ changes: AttributeChanges) throws(SecError) {
-        let items = try find(query, limit: nil)
+        let items = try presence.admit(
+            try find(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt)
         guard !items.isEmpty else { throw SecError.notFound }
         do {
             try store.transaction {
@@ -177,6 +201,16 @@ struct ItemRules {
             synchronizable = sync
         } else {
             synchronizable = item.row.synchronizable
+        }
+        if let control = changes.accessControl {
+            if synchronizable { throw SecError.param("kSecAttrAccessControl cannot be given to a synchronizable item") }
+            attributes[SecAttr.accessControl] = .data(control.encoded)
+        } else if let control = try item.accessControl() {
+            // The access control's protection is the item's: the one may not change without the other.
+            if protection != control.protection {
+                throw SecError.param("an item with kSecAttrAccessControl changes its accessibility through it")
+            }
+            if synchronizable { throw SecError.param("an item with kSecAttrAccessControl cannot be synchronizable") }
         }
         attributes[SecAttr.accessible] = .string(protection.pdmn)
         attributes[SecAttr.synchronizable] = .int(synchronizable ? 1 : 0)

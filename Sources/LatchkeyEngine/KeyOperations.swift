@@ -14,6 +14,8 @@ enum KeyOperations {
         var algorithm: String
         var input: [UInt8]
         var exchange: KeyMaterial.ExchangeParameters
+        /// `kSecUseOperationPrompt`, for the user check a protected key needs.
+        var prompt: String?
 
         init(parsing request: SecDictionary) throws(SecError) {
             guard case .data(let refBytes)? = request[KeyOperation.Field.key], let ref = PersistentRef(bytes: refBytes),
@@ -34,6 +36,7 @@ enum KeyOperations {
                 peer: request[KeyOperation.Field.peer]?.dataValue ?? [],
                 requestedSize: request[KeyOperation.Field.requestedSize]?.integerValue.map(Int.init),
                 sharedInfo: request[KeyOperation.Field.sharedInfo]?.dataValue ?? [])
+            prompt = request[SecKeys.useOperationPrompt]?.stringValue
         }
 
         /// What the access policy is asked: an export reads the key's data; the others only use it.
@@ -60,7 +63,12 @@ enum KeyOperations {
         var query = ItemQuery(itemClass: .key, limit: .one)
         query.persistentRef = request.ref
         query.synchronizable = nil
-        guard let item = try items.find(query, limit: 1).first else { throw SecError.notFound }
+        guard let found = try items.find(query, limit: 1).first else { throw SecError.notFound }
+        // Using a protected key (or exporting it) needs the user check, whatever kSecAccessControlPrivateKeyUsage
+        // says: here the key's bytes are the item's secret (docs/ACCESS-CONTROL.md §2).
+        guard let item = try items.presence.admit([found], ui: .allow, prompt: request.prompt).first else {
+            throw SecError(SecStatus.interactionNotAllowed, "the key needs a user check")
+        }
         let keyClass = item.attributes[SecAttr.keyClass]?.integerValue ?? KeyReference.classPublic
         let keyType = item.attributes[SecAttr.keyType]?.integerValue ?? 0
         if request.operation == .export, !item.isExtractable {

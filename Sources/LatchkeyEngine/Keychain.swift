@@ -32,52 +32,67 @@ package final class Keychain: @unchecked Sendable {
     }
 
     /// Runs `body` with the item rules of the store and keys held now, seeing the items of `scope`, under
-    /// the mutex.
-    func withItems<T>(scope: GroupScope = .all, _ body: (ItemRules) throws(SecError) -> T) throws(SecError) -> T {
+    /// the mutex. `checks` is the request's user-check session (nil: protected items cannot be asked for).
+    func withItems<T>(
+        scope: GroupScope = .all, checks: UserCheckSession? = nil, _ body: (ItemRules) throws(SecError) -> T
+    ) throws(SecError) -> T {
         try lockState.withStore { (store, keys) throws(SecError) -> T in
-            try body(ItemRules(store: store, keys: keys, scope: scope, onChange: itemChangeObserver))
+            try body(
+                ItemRules(
+                    store: store, keys: keys, scope: scope, onChange: itemChangeObserver,
+                    presence: PresenceGate(session: checks)))
         }
     }
 
     /// Runs `body` with the item rules `caller` may use: the items of its groups only.
-    func withItems<T>(for caller: Caller, _ body: (ItemRules) throws(SecError) -> T) throws(SecError) -> T {
-        try withItems(scope: gate.scope(for: caller), body)
+    func withItems<T>(
+        for caller: Caller, checks: UserCheckSession? = nil, _ body: (ItemRules) throws(SecError) -> T
+    ) throws(SecError) -> T {
+        try withItems(scope: gate.scope(for: caller), checks: checks, body)
     }
 
     // MARK: - SecItem
 
-    /// SecItemAdd.
-    package func add(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
+    /// SecItemAdd. `checks`: the request's user checks (see `UserCheckSession`), for an item added by the
+    /// reference of a protected key; nil for callers that cannot ask the user.
+    package func add(_ dictionary: SecDictionary, caller: Caller, checks: UserCheckSession? = nil) throws(SecError)
+        -> SecValue?
+    {
         var request = try DictionaryParser.parseAdd(dictionary)
         try gate.admit(&request, caller: caller)
-        return try withItems(for: caller) { items throws(SecError) in try items.add(request) }
+        return try withItems(for: caller, checks: checks) { items throws(SecError) in try items.add(request) }
     }
 
-    /// SecItemCopyMatching.
-    package func copyMatching(_ dictionary: SecDictionary, caller: Caller) throws(SecError) -> SecValue? {
+    /// SecItemCopyMatching. A protected item whose secret the query reads needs a user check:
+    /// errSecAuthNeeded with the requirement in `checks` until the session's grant covers it
+    /// (docs/ACCESS-CONTROL.md §3).
+    package func copyMatching(_ dictionary: SecDictionary, caller: Caller, checks: UserCheckSession? = nil)
+        throws(SecError) -> SecValue?
+    {
         let query = try ItemRules.prepared(DictionaryParser.parseQuery(dictionary, for: .copyMatching))
         // A certificate's (or an identity's) reference carries the certificate's DER, its item's data.
         let readsData = query.returns.data || (query.returns.ref && (query.itemClass == .certificate || query.identity))
         try gate.admit(readsData ? .readData : .readAttributes, query, caller: caller)
-        return try withItems(for: caller) { items throws(SecError) in try items.copy(query) }
+        return try withItems(for: caller, checks: checks) { items throws(SecError) in try items.copy(query) }
     }
 
     /// SecItemUpdate: every matching item, in one transaction; any failure changes nothing.
-    package func update(_ queryDictionary: SecDictionary, _ changesDictionary: SecDictionary, caller: Caller)
-        throws(SecError)
-    {
+    package func update(
+        _ queryDictionary: SecDictionary, _ changesDictionary: SecDictionary, caller: Caller,
+        checks: UserCheckSession? = nil
+    ) throws(SecError) {
         let query = try ItemRules.prepared(DictionaryParser.parseQuery(queryDictionary, for: .update))
         if query.identity {
             let changes = try Identities.changes(changesDictionary)
             try gate.admit(.update, query, changes: [changes.certificate, changes.key], caller: caller)
-            return try withItems(for: caller) { items throws(SecError) in
+            return try withItems(for: caller, checks: checks) { items throws(SecError) in
                 try Identities(items: items).update(query, changes)
             }
         }
         let changes = try DictionaryParser.parseChanges(changesDictionary, itemClass: query.itemClass)
         try gate.admit(.update, query, changes: [changes], caller: caller)
         try ItemRules.checkExtractability(changes, query)
-        try withItems(for: caller) { items throws(SecError) in try items.update(query, changes) }
+        try withItems(for: caller, checks: checks) { items throws(SecError) in try items.update(query, changes) }
     }
 
     /// SecItemDelete. Works whatever the lock state (see `ItemRules.delete`).
@@ -89,11 +104,15 @@ package final class Keychain: @unchecked Sendable {
 
     /// A private-key operation for a caller: the key stays here, only the result leaves. The key's
     /// class key must be held (errSecInteractionNotAllowed otherwise), as for reading the item.
-    package func keyOperation(_ request: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
+    package func keyOperation(_ request: SecDictionary, caller: Caller, checks: UserCheckSession? = nil)
+        throws(SecError) -> SecValue
+    {
         let operation = try KeyOperations.Request(parsing: request)
         _ = try gate.admit(AccessRequest(operation.accessKind, caller: caller, itemClass: .key))
         // Only opening the item needs the mutex; the cryptography runs outside it.
-        var key = try withItems(for: caller) { items throws(SecError) in try KeyOperations.open(operation, in: items) }
+        var key = try withItems(for: caller, checks: checks) { items throws(SecError) in
+            try KeyOperations.open(operation, in: items)
+        }
         defer { SecretBytes.wipe(&key.material) }
         let (result, imported) = try KeyOperations.perform(operation, with: key)
         if let imported {

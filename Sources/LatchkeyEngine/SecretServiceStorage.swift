@@ -209,7 +209,16 @@ package struct SecretServiceStorage {
 
     /// An opened item's secret.
     package func secret(of entry: SecretServiceEntry) throws(SecError) -> [UInt8] {
-        try ItemSealer.openSecret(entry.item)
+        try Self.refuseProtected(entry)
+        return try ItemSealer.openSecret(entry.item)
+    }
+
+    /// The Secret Service cannot ask for a user check yet (docs/ACCESS-CONTROL.md §7): the secret of an
+    /// item with a constraining `kSecAttrAccessControl` is not read or changed through it.
+    static func refuseProtected(_ entry: SecretServiceEntry) throws(SecError) {
+        if try entry.item.accessControl()?.needsUserCheck == true {
+            throw SecError(SecStatus.interactionNotAllowed, "the item needs a user check (kSecAttrAccessControl)")
+        }
     }
 
     /// Adds a new WhenUnlocked generic password to the collection `data` names, in the access group the
@@ -256,6 +265,7 @@ package struct SecretServiceStorage {
         _ entry: SecretServiceEntry, attributes: SecDictionary, data: SecretServiceData,
         secret: [UInt8]?
     ) throws {
+        try Self.refuseProtected(entry)
         guard let secret else {
             // Only resealed, never returned: wiped once written.
             var kept = try ItemSealer.openSecret(entry.item)

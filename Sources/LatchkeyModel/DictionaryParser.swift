@@ -26,6 +26,7 @@ package enum DictionaryParser {
                 case .attribute(let v): request.attributes[key] = v
                 case .protection(let p): request.protection = p
                 case .synchronizable(let sync): request.synchronizable = sync ?? false
+                case .accessControl(let control): request.accessControl = control
                 case .ignored: break
                 }
                 continue
@@ -41,10 +42,16 @@ package enum DictionaryParser {
                 case SecKeys.valuePersistentRef: throw .param("kSecValuePersistentRef is not allowed in SecItemAdd")
                 default: throw .param("unknown value key '\(key)'")
                 }
-            case "u": try checkUseKey(key, value, allowSkip: false)
+            case "u":
+                try checkUseKey(key, value, allowSkip: false)
+                applyUseKey(key, value, ui: &request.authenticationUI, prompt: &request.operationPrompt)
             case "f": continue
             default: throw .param("unknown key '\(key)'")
             }
+        }
+        if let control = request.accessControl {
+            request.protection = try protection(
+                of: control, accessible: request.protection, sync: request.synchronizable)
         }
         return request
     }
@@ -76,7 +83,7 @@ package enum DictionaryParser {
                 case .attribute(let v): query.attributes[key] = v
                 case .protection(let p): query.protection = p
                 case .synchronizable(let sync): query.synchronizable = sync
-                case .ignored: break
+                case .accessControl, .ignored: break  // no column: not a filter (secitem-semantics §5.3)
                 }
                 continue
             }
@@ -105,9 +112,7 @@ package enum DictionaryParser {
                 }
             case "u":
                 try checkUseKey(key, value, allowSkip: operation == .copyMatching)
-                if key == SecKeys.useAuthenticationUI, value == .string(SecKeys.useAuthenticationUISkip) {
-                    query.skipAuthenticationUI = true
-                }
+                applyUseKey(key, value, ui: &query.authenticationUI, prompt: &query.operationPrompt)
             case "f": continue
             default: throw .param("unknown key '\(key)'")
             }
@@ -135,11 +140,16 @@ package enum DictionaryParser {
                 case .attribute(let v): changes.attributes[key] = v
                 case .protection(let p): changes.protection = p
                 case .synchronizable(let sync): changes.synchronizable = sync ?? false
+                case .accessControl(let control): changes.accessControl = control
                 case .ignored: break
                 }
             } else {
                 throw .noSuchAttr(key, itemClass.name)
             }
+        }
+        if let control = changes.accessControl {
+            changes.protection = try protection(
+                of: control, accessible: changes.protection, sync: changes.synchronizable ?? false)
         }
         return changes
     }
@@ -206,6 +216,7 @@ package enum DictionaryParser {
         case protection(ProtectionClass)
         /// nil: `kSecAttrSynchronizableAny`.
         case synchronizable(Bool?)
+        case accessControl(AccessControl)
         case ignored
     }
 
@@ -226,8 +237,12 @@ package enum DictionaryParser {
         case SecAttr.accessControl:
             // Apple's client checks the type before anything else: a value that is not a SecAccessControl
             // (whose serialised form is data) is errSecParam (SecItem.m, SecItemAttributesPrepare).
-            guard case .data = value else { throw .param("kSecAttrAccessControl must be a SecAccessControl") }
-            throw SecError(SecStatus.unimplemented, "kSecAttrAccessControl is not supported yet")
+            // The library sends a SecAccessControl as its encoding (docs/PROTOCOL.md); data that is not one
+            // is, like any other type, not a SecAccessControl.
+            guard case .data(let bytes) = value, let control = try? AccessControl(decoding: bytes) else {
+                throw .param("kSecAttrAccessControl must be a SecAccessControl")
+            }
+            return .accessControl(control)
         case SecAttr.appClipItem:
             // securityd refuses its internal attributes in every dictionary (SecItemServer.c,
             // queryHasValidAttributes): errSecParam, not errSecNoSuchAttr.
@@ -238,6 +253,31 @@ package enum DictionaryParser {
                 throw .noSuchAttr(key, identity ? SecKeys.classIdentity : itemClass.name)
             }
             return .attribute(try AttributeValue.coerce(value, for: spec))
+        }
+    }
+
+    /// The protection class of an item given an access control: the access control's, which a
+    /// `kSecAttrAccessible` may repeat but not contradict, and never for a synchronizable item
+    /// (secitem-semantics §4.6: SecAccessControlCreateWithFlags always attaches an ACL).
+    static func protection(of control: AccessControl, accessible: ProtectionClass?, sync: Bool) throws(SecError)
+        -> ProtectionClass
+    {
+        if let accessible, accessible != control.protection {
+            throw .param("kSecAttrAccessible differs from the protection of kSecAttrAccessControl")
+        }
+        if sync { throw .param("kSecAttrAccessControl cannot be given to a synchronizable item") }
+        return control.protection
+    }
+
+    /// Records what a valid use key asks for: the authentication UI and the operation prompt.
+    static func applyUseKey(_ key: String, _ value: SecValue, ui: inout AuthenticationUI, prompt: inout String?) {
+        switch (key, value) {
+        case (SecKeys.useAuthenticationUI, .string(SecKeys.useAuthenticationUIFail)): ui = .fail
+        case (SecKeys.useAuthenticationUI, .string(SecKeys.useAuthenticationUISkip)): ui = .skip
+        // The legacy kSecUseNoAuthenticationUI = true behaves as Fail; an explicit Skip stays Skip.
+        case (SecKeys.useNoAuthenticationUI, .bool(true)) where ui == .allow: ui = .fail
+        case (SecKeys.useOperationPrompt, .string(let text)): prompt = text
+        default: break
         }
     }
 

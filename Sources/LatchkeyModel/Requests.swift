@@ -94,8 +94,11 @@ package struct ItemQuery: Sendable, Equatable {
     package var persistentRef: PersistentRef?
     package var limit: MatchLimit
     package var returns = ReturnFlags()
-    /// `kSecUseAuthenticationUISkip`: skip items that would need authentication (none can yet).
-    package var skipAuthenticationUI = false
+    /// `kSecUseAuthenticationUI` (and the legacy `kSecUseNoAuthenticationUI`): whether a user check may be
+    /// asked for, or fails, or (CopyMatching only) leaves the items that need one out.
+    package var authenticationUI = AuthenticationUI.allow
+    /// `kSecUseOperationPrompt`: the reason a user check shows.
+    package var operationPrompt: String?
     /// `kSecClassIdentity`: `itemClass` is then `.certificate`, `attributes` filter the certificate and
     /// `keyAttributes` the private key joined to it (docs/PROTOCOL.md, "Identities").
     package var identity = false
@@ -131,6 +134,12 @@ package struct AddRequest: Sendable, Equatable {
     /// `kSecValueRef`: the certificate, key or identity to add; the engine derives its attributes. For an
     /// identity `itemClass` is `.certificate` (the half added first).
     package var reference: ItemReference?
+    /// `kSecAttrAccessControl`: `protection` is then its protection class.
+    package var accessControl: AccessControl?
+    /// `kSecUseAuthenticationUI` and `kSecUseOperationPrompt`: for an add by reference whose source item
+    /// needs a user check.
+    package var authenticationUI = AuthenticationUI.allow
+    package var operationPrompt: String?
 
     package init(itemClass: ItemClass) {
         self.itemClass = itemClass
@@ -143,6 +152,18 @@ package struct AttributeChanges: Sendable, Equatable {
     package var protection: ProtectionClass?
     package var synchronizable: Bool?
     package var data: [UInt8]?
+    /// A new `kSecAttrAccessControl`; `protection` is then its protection class.
+    package var accessControl: AccessControl?
 
     package init() {}
+}
+
+/// `kSecUseAuthenticationUI`'s three answers (secitem-semantics §4.4).
+package enum AuthenticationUI: Sendable, Equatable {
+    /// Ask the user (the default).
+    case allow
+    /// Do not ask: an item that needs a user check is errSecInteractionNotAllowed.
+    case fail
+    /// Do not ask: items that need a user check are left out (SecItemCopyMatching only).
+    case skip
 }

@@ -27,6 +27,9 @@ package enum SecStatus {
     package static let interactionRequired: Int32 = -25315
     package static let dataNotAvailable: Int32 = -25316
     package static let decode: Int32 = -26275
+    /// errSecAuthNeeded (Apple SPI): the engine's answer when items need a user check (phase one of
+    /// docs/ACCESS-CONTROL.md §3). Internal to the agent: never sent to a client.
+    package static let authNeeded: Int32 = -25330
     package static let missingEntitlement: Int32 = -34018
     package static let notTrusted: Int32 = -67843
     package static let verifyFailed: Int32 = -67808

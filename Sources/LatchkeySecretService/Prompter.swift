@@ -75,6 +75,8 @@ package struct PinentryPrompter: Sendable {
 
 struct PrompterError: Error {
     let message: String
+    /// The program did not answer in time (the user check's timeout, docs/ACCESS-CONTROL.md §4).
+    var timedOut = false
 }
 
 /// Percent-escaping of the Assuan protocol.
@@ -120,8 +122,8 @@ enum Assuan {
 }
 
 /// One pinentry process, talked to over a socket pair (so a vanished program is an error on send,
-/// never a SIGPIPE for the agent).
-private final class PinentryChannel {
+/// never a SIGPIPE for the agent). Also the agent's user checks' (`PinentryConversation`).
+final class PinentryChannel {
     static let maxLine = 65_536
     static let chunk = 4096
 
@@ -269,7 +271,7 @@ private final class PinentryChannel {
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
             guard now.tv_sec < end else {
-                throw PrompterError(message: "the prompter did not answer within \(timeoutSeconds) s")
+                throw PrompterError(message: "the prompter did not answer within \(timeoutSeconds) s", timedOut: true)
             }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, 1000)
