@@ -54,6 +54,46 @@ void latchkey_close_inherited_fds(const int *keep, int count) {
     }
 }
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+
+int latchkey_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+int latchkey_spawn_copier(const char *path, int in_fd, int out_fd) {
+    int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null_fd < 0) return -1;
+    pid_t pid = fork();
+    if (pid != 0) {
+        int saved = errno;
+        close(null_fd);
+        errno = saved;
+        return pid < 0 ? -1 : (int)pid;
+    }
+    /* The child: async-signal-safe calls only. Descriptors first (dup2 clears close-on-exec), moving
+     * the two we keep out of the way of each other, then everything above 2 closed. */
+    int in = in_fd, out = out_fd;
+    if (in == 1 || in == 2) in = fcntl(in, F_DUPFD, 3);
+    if (out == 0 || out == 2) out = fcntl(out, F_DUPFD, 3);
+    if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(null_fd, 2) < 0) _exit(126);
+    if (syscall(SYS_close_range, 3U, ~0U, 0) != 0) {
+        for (int fd = 3; fd < 65536; fd++) close(fd);
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) (void)sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    (void)sigprocmask(SIG_SETMASK, &none, NULL);
+    char *const argv[] = { (char *)path, NULL };
+    char *const envp[] = { NULL };
+    execve(path, argv, envp);
+    _exit(127);
+}
+
 /* ---- Login processes ---- */
 
 #include <errno.h>

@@ -59,9 +59,8 @@ struct PortalObject: SecretServiceObject {
             throw BusError.invalidArgs("app_id is not a Flatpak application id")
         }
         try Self.checkOptions(call.arguments[3])
-        let kind: PortalSecretDelivery.Kind
         do {
-            kind = try PortalSecretDelivery.check(fd)
+            _ = try PortalSecretDelivery.check(fd)
         } catch {
             throw BusError.invalidArgs("fd: \(error)")
         }
@@ -70,20 +69,44 @@ struct PortalObject: SecretServiceObject {
         let application = Caller(
             uid: identity.uid, pid: identity.pid, executable: identity.executable?.path, accessGroups: [appID],
             mayUseAnyGroup: false)
-        let delivered: Result<Void, any Error> = Result {
-            let secret = try service.keychain.portalSecret(forApplication: appID, caller: application)
-            // Released, and so wiped (SecretBytes), when this closure returns.
-            let kind = kind
-            try PortalSecretDelivery.write(secret, to: fd, kind: kind)
-        }
-        // Debug only: every sandboxed application can make the portal ask, as often as it likes.
-        switch delivered {
-        case .success:
-            service.log.debug("Secret portal: wrote the secret of \(appID)")
-            try call.reply([.uint32(Response.success.rawValue), Self.noResults])
-        case .failure(let error):
+        let secret: SecretBytes
+        do {
+            secret = try service.keychain.portalSecret(forApplication: appID, caller: application)
+        } catch {
             service.log.debug("Secret portal: no secret for \(appID): \(error)")
+            return try call.reply([.uint32(Response.other.rawValue), Self.noResults])
+        }
+        // The copy runs in a process of its own and is waited for on another thread; the call is
+        // answered on the loop when it is done (`PortalSecretDelivery`). Debug only: every sandboxed
+        // application can make the portal ask, as often as it likes.
+        let pending = PendingReply(call.message)
+        let log = service.log
+        let connection = service.connection
+        let started = PortalSecretDelivery.deliver(secret, to: fd) { failure in
+            if let failure {
+                log.debug("Secret portal: no secret for \(appID): \(failure)")
+            } else {
+                log.debug("Secret portal: wrote the secret of \(appID)")
+            }
+            let response = failure == nil ? Response.success : Response.other
+            _ = connection.perform { _ in pending.reply([.uint32(response.rawValue), PortalObject.noResults]) }
+        }
+        if !started {
+            log.debug(
+                "Secret portal: no secret for \(appID): \(PortalSecretDelivery.maximumRunning) copies still running")
             try call.reply([.uint32(Response.other.rawValue), Self.noResults])
+        }
+    }
+
+    /// A call answered later, on the loop thread (the only thread that touches it). The message, and
+    /// with it the caller's descriptor, is let go as soon as it is answered.
+    final class PendingReply: @unchecked Sendable {
+        private var message: BusMessage?
+        init(_ message: BusMessage) { self.message = message }
+
+        func reply(_ values: [BusValue]) {
+            try? message?.reply(values)
+            message = nil
         }
     }
 

@@ -62,6 +62,11 @@ extension SecretService {
     /// `Locked`, so that clients' cached item proxies (libsecret's `SecretItem`) follow, and
     /// `ItemChanged` on its collection's own path (docs/SECRET-SERVICE.md §4).
     func checkLockState(_ bus: Bus) {
+        // Broadcast: every item every client may see, whoever's call changed the lock state.
+        asEveryone { announceLockState(bus) }
+    }
+
+    private func announceLockState(_ bus: Bus) {
         let now = engine.lockState()
         guard now != lastLockState else { return }
         let collectionsChanged = now.collectionsLocked != lastLockState?.collectionsLocked

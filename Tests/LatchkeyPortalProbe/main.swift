@@ -14,6 +14,9 @@
 // --fd=socket one end of a socket pair (ashpd's way)
 // --fd=full   the write end of a pipe filled to the brim and blocking again: it never drains
 // --fd=file   a regular file; --fd=read the read end of a pipe; --fd=null /dev/null
+// --fd=spliced the write end of a pipe whose lock a child holds: it splices into the pipe from an empty
+//             socket, so any write to the pipe waits in the kernel, uninterruptibly, until the child is
+//             killed (when this program exits)
 //
 //   latchkey-portal-probe ADDRESS --frontend
 //     -> response=N bytes=HEX eof=yes|no
@@ -54,6 +57,9 @@ for option in arguments.dropFirst(2) {
     }
 }
 
+/// The child holding a spliced pipe's lock (`--fd=spliced`), killed when this program exits.
+nonisolated(unsafe) var splicer: pid_t = 0
+
 /// The descriptor to pass and the one to read the secret from (nil: nothing to read).
 func descriptors(_ kind: String) -> (pass: Int32, read: Int32?) {
     var pair: [Int32] = [-1, -1]
@@ -83,6 +89,30 @@ func descriptors(_ kind: String) -> (pass: Int32, read: Int32?) {
         return (fd, nil)
     case "null":
         return (open("/dev/null", O_WRONLY | O_CLOEXEC), nil)
+    case "spliced":
+        var sockets: [Int32] = [-1, -1]
+        guard pipe(&pair) == 0, socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &sockets) == 0 else {
+            fail("pipe")
+        }
+        // Python's os.splice: holds the pipe's lock while it waits for the socket, which never gets
+        // anything. The two descriptors are inherited (made without close-on-exec).
+        var child: pid_t = 0
+        let script = "import os, sys; os.splice(int(sys.argv[1]), int(sys.argv[2]), 64)"
+        let words: [String] = ["python3", "-I", "-c", script, "\(sockets[0])", "\(pair[1])"]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        guard posix_spawn(&child, "/usr/bin/python3", nil, nil, argv, environ) == 0 else { fail("spawn") }
+        splicer = child
+        atexit { if splicer > 0 { kill(splicer, SIGKILL) } }
+        // Until the child is in splice (it shows as sleeping in the kernel), a write would not wait.
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            let stat = (try? String(contentsOfFile: "/proc/\(child)/wchan", encoding: .utf8)) ?? ""
+            if !stat.isEmpty && stat != "0" { break }
+            usleep(10_000)
+        }
+        usleep(50_000)
+        return (pair[1], nil)
     default:
         fail("usage")
     }

@@ -31,6 +31,12 @@ final class BusAccessGroupTests: SecretServiceTestCase {
             XCTAssertEqual(chmod(root + "/bin/" + name, 0o755), 0)
             try Data("[Application]\nId=\(id)\nExecutable=\(root)/bin/\(name)\nAccessGroups=\(group);shared\n".utf8)
                 .write(to: URL(fileURLWithPath: root + "/apps/\(name).conf"))
+            // The same application's D-Bus tool (systemd's busctl), for calls secret-tool does not make.
+            try FileManager.default.copyItem(atPath: "/usr/bin/busctl", toPath: root + "/bin/\(name)ctl")
+            XCTAssertEqual(chmod(root + "/bin/\(name)ctl", 0o755), 0)
+            try Data(
+                "[Application]\nId=\(id).Ctl\nExecutable=\(root)/bin/\(name)ctl\nAccessGroups=\(group);shared\n".utf8
+            ).write(to: URL(fileURLWithPath: root + "/apps/\(name)ctl.conf"))
         }
         setenv("LATCHKEY_APPLICATIONS_DIRS", root + "/apps", 1)
         try createKeychain()
@@ -140,6 +146,85 @@ final class BusAccessGroupTests: SecretServiceTestCase {
         let deleted = client.signals.all.filter { $0.member == "ItemDeleted" }.flatMap(\.arguments)
         XCTAssertTrue(
             !deleted.isEmpty && deleted.allSatisfy { $0 == .objectPath(web) }, "only default's item: \(deleted)")
+    }
+
+    /// Runs an application's busctl against the private bus; its exit status.
+    private func busctl(_ program: String, _ arguments: String...) throws -> Int32 {
+        let result = try TestProcess.run(program, ["--address=\(bus.address)"] + arguments)
+        XCTAssertEqual(result.status, 0, result.err)
+        return result.status
+    }
+
+    /// The PropertiesChanged signals seen on `path`: (changed property names, invalidated names).
+    private func propertyChanges(_ client: SecretServiceClient, _ path: String) -> [([String], [String])] {
+        client.signals.all.filter { $0.member == "PropertiesChanged" && $0.path == path }.map { signal in
+            let changed =
+                signal.arguments.count > 1 ? (signal.arguments[1].stringKeyedEntries.map { Array($0.keys) } ?? []) : []
+            let invalidated =
+                signal.arguments.count > 2 ? (signal.arguments[2].elements?.compactMap(\.string) ?? []) : []
+            return (changed.sorted(), invalidated)
+        }
+    }
+
+    /// What is broadcast when an application changes its item's label or attributes names the property,
+    /// never its new value (every client hears it); an item of `default`'s carries the value, as
+    /// gnome-keyring sends it.
+    func testAnotherApplicationsNewLabelIsNotBroadcast() throws {
+        let watcher = try SecretServiceClient(bus.address)
+        try watcher.watchSignals()
+        XCTAssertEqual(try run(mail, "store", "--label", "M", "service", "vpn", input: "mail's").status, 0)
+        XCTAssertEqual(try run(unlisted, "store", "--label", "W", "service", "web", input: "anyone's").status, 0)
+        let mailctl = root + "/bin/mailctl"
+        let search = try TestProcess.run(
+            mailctl,
+            [
+                "--address=\(bus.address)", "call", "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.freedesktop.Secret.Service", "SearchItems", "a{ss}", "1", "service", "vpn",
+            ])
+        let vpn = try XCTUnwrap(
+            search.out.split(separator: "\"").first { $0.hasPrefix("/org/") }.map(String.init), search.out)
+        let found = try watcher.call(
+            SSPath.service, SSPath.serviceInterface, "SearchItems",
+            [SecretServiceClient.attributes([("service", "web")])])
+        let web = try XCTUnwrap(found.first?.elements?.first?.string)
+        XCTAssertEqual(
+            try busctl(
+                mailctl, "set-property", "org.freedesktop.secrets", vpn, "org.freedesktop.Secret.Item", "Label", "s",
+                "VPN PIN 4711"), 0)
+        // An unlisted program's own item: the value travels.
+        let setWeb = try TestProcess.run(
+            "/usr/bin/busctl",
+            [
+                "--address=\(bus.address)", "set-property", "org.freedesktop.secrets", web,
+                "org.freedesktop.Secret.Item", "Label", "s", "Web",
+            ])
+        XCTAssertEqual(setWeb.status, 0, setWeb.err)
+        XCTAssertNotNil(watcher.signals.wait { $0.member == "PropertiesChanged" && $0.path == web })
+        XCTAssertTrue(propertyChanges(watcher, web).contains { $0.0 == ["Label"] }, "\(propertyChanges(watcher, web))")
+        let vpnChanges = propertyChanges(watcher, vpn)
+        XCTAssertFalse(vpnChanges.isEmpty, "the change is announced")
+        XCTAssertTrue(vpnChanges.allSatisfy { $0.0.isEmpty }, "no value of mail's item in a broadcast: \(vpnChanges)")
+        XCTAssertTrue(vpnChanges.contains { $0.1 == ["Label"] })
+    }
+
+    /// A lock through the bus by an application is announced for every item every client may see, as
+    /// a lock from outside is (not as the application that locked sees the keychain).
+    func testALockByAnApplicationIsAnnouncedForDefaultsItems() throws {
+        XCTAssertEqual(try run(unlisted, "store", "--label", "W", "service", "web", input: "anyone's").status, 0)
+        XCTAssertEqual(try run(chat, "store", "--label", "C", "service", "chat", input: "chat's").status, 0)
+        let watcher = try SecretServiceClient(bus.address)
+        let found = try watcher.call(
+            SSPath.service, SSPath.serviceInterface, "SearchItems",
+            [SecretServiceClient.attributes([("service", "web")])])
+        let web = try XCTUnwrap(found.first?.elements?.first?.string)
+        try watcher.watchSignals()
+        XCTAssertEqual(
+            try busctl(
+                root + "/bin/chatctl", "call", "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.freedesktop.Secret.Service", "Lock", "ao", "0"), 0)
+        XCTAssertNotNil(
+            watcher.signals.wait { $0.member == "PropertiesChanged" && $0.path == web },
+            "default's item is announced locked: \(watcher.signals.all.map { ($0.member, $0.path) })")
     }
 
     /// A copy of an entitled program elsewhere, or the program started with a loader variable, is an

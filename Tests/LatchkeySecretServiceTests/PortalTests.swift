@@ -154,6 +154,17 @@ final class PortalTests: PortalTestCase {
         XCTAssertNoThrow(try client.openPlainSession(), "the Secret Service still answers")
     }
 
+    /// A descriptor a write to which waits in the kernel whatever its flags (a pipe whose lock another
+    /// process holds in `splice`): the agent never writes it itself, so the call is answered with
+    /// failure after the copy's deadline and every other client is served meanwhile (before, the bus
+    /// loop slept in the kernel, and the agent could not even be killed).
+    func testADescriptorWhoseWriteWaitsInTheKernelStallsNothing() throws {
+        XCTAssertEqual(try retrieve(portal, "org.example.App", ["--own-name", "--fd=spliced"]), "response=2")
+        let client = try SecretServiceClient(bus.address)
+        XCTAssertNoThrow(try client.openPlainSession(), "the Secret Service still answers")
+        XCTAssertEqual(try retrieve(portal, "org.example.App", ["--own-name"]).prefix(11), "response=0 ")
+    }
+
     /// The interface as xdg-desktop-portal and introspection see it; Close on a request handle succeeds
     /// (every request has ended by the time it could be served).
     func testTheInterface() throws {

@@ -21,6 +21,17 @@ long long latchkey_memlock_limit(void);
  * whatever started the agent: a pipe left open would keep that program waiting for EOF forever). */
 void latchkey_close_inherited_fds(const int *keep, int count);
 
+/* Starts `path` (an absolute path, run with argv { path } and an empty environment) with `in_fd` as its
+ * standard input, `out_fd` as its standard output, /dev/null as its standard error, every other
+ * descriptor closed and the default signal dispositions and mask: a process of its own that copies
+ * what it is given to a descriptor the agent must never write itself (one that may block in the
+ * kernel whatever its flags). Returns the child's pid, or -1 with errno. Between fork and exec the
+ * child calls only async-signal-safe functions. */
+int latchkey_spawn_copier(const char *path, int in_fd, int out_fd);
+
+/* pipe2(fds, O_CLOEXEC). */
+int latchkey_pipe_cloexec(int fds[2]);
+
 /* ---- Login processes: pidfds (Linux 5.3) and their exits ---- */
 
 /* A pidfd (close-on-exec) for the process at the other end of a connected Unix socket, the one that
