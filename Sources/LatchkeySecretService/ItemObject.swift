@@ -147,16 +147,15 @@ final class ItemObject: SecretServiceObject {
         defer { secret.wipe() }
         try service.updateItem(id, in: info.collection, secret: secret)
         try call.reply()
-        service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
+        service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id, properties: ["Modified"])
     }
 
     func setLabel(_ value: BusValue) throws {
         try requireItem()
         let info = try info()
         try service.updateItem(id, in: info.collection, label: try Arguments.label(value))
-        service.propertiesChanged(
-            bus, ObjectPath.itemPath(info.collection, id), SS.Interface.item, changed: [("Label", value)])
-        service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
+        service.itemSignal(
+            bus, "ItemChanged", collection: info.collection, item: id, properties: ["Label", "Modified"])
     }
 
     func setAttributes(_ value: BusValue) throws {
@@ -164,9 +163,7 @@ final class ItemObject: SecretServiceObject {
         let info = try info()
         let attributes = try Arguments.attributes(value)
         try service.updateItem(id, in: info.collection, attributes: attributes)
-        service.propertiesChanged(
-            bus, ObjectPath.itemPath(info.collection, id), SS.Interface.item,
-            changed: [("Attributes", Arguments.attributesValue(attributes))])
-        service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
+        service.itemSignal(
+            bus, "ItemChanged", collection: info.collection, item: id, properties: ["Attributes", "Modified"])
     }
 }
