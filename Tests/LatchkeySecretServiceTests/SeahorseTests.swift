@@ -231,6 +231,8 @@ final class SeahorseTests: SecretServiceTestCase {
     private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws -> Bool {
         var failure: (any Error)?
         let held = Poll.until(within: 60, every: 0.2) {
+            // Gone: stop waiting, and say so once (requireRunning).
+            if seahorse?.isRunning == false { return true }
             do { return try condition() } catch {
                 failure = failure ?? error
                 return false
