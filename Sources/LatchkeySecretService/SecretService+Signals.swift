@@ -38,8 +38,8 @@ extension SecretService {
         try serving(nil, bus, body)
     }
 
-    /// The `Items` property of collection `id` as `engine`'s caller reads it. Without the index key
-    /// the members cannot be told apart, so it is empty (docs/SECRET-SERVICE.md §4).
+    /// The `Items` property of collection `id` as `engine`'s caller reads it. Without the keys that
+    /// tell the members apart (before the first unlock) it is empty (docs/SECRET-SERVICE.md §4).
     func itemsProperty(ofCollection id: String, searchable: Bool) -> BusValue {
         let items = searchable ? ((try? items(in: id)) ?? []) : []
         return Arguments.objectPathList(items.map { ObjectPath.itemPath(id, $0.id) })
