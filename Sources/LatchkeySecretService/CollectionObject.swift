@@ -40,9 +40,7 @@ final class CollectionObject: SecretServiceObject {
             properties: [
                 // Without the index key the members cannot be told apart (docs/SECRET-SERVICE.md §4).
                 BusProperty("Items", "ao") { object in
-                    let id = try object.id()
-                    let items = object.lock().searchable ? ((try? object.service.items(in: id)) ?? []) : []
-                    return Arguments.objectPathList(items.map { ObjectPath.itemPath(id, $0.id) })
+                    object.service.itemsProperty(ofCollection: try object.id(), searchable: object.lock().searchable)
                 },
                 BusProperty(
                     "Label", "s", get: { .string(try $0.collection()?.label ?? "") }, set: { try $0.setLabel($1) }),
@@ -107,7 +105,7 @@ final class CollectionObject: SecretServiceObject {
         }
         service.emit(
             bus, SS.root, SS.Interface.service, "CollectionDeleted", [.objectPath(ObjectPath.collectionPath(id))])
-        service.propertiesChanged(bus, SS.root, SS.Interface.service, invalidated: ["Collections"])
+        service.collectionsChanged(bus)
         try call.reply([.objectPath(SS.noObject)])
     }
 
@@ -138,7 +136,11 @@ final class CollectionObject: SecretServiceObject {
             in: id, label: label, attributes: attributes, secret: secret,
             replace: replace)
         try call.reply([.objectPath(ObjectPath.itemPath(id, item)), .objectPath(SS.noObject)])
-        service.itemSignal(bus, created ? "ItemCreated" : "ItemChanged", collection: id, item: item)
+        if created {
+            service.itemSignal(bus, "ItemCreated", collection: id, item: item)
+        } else {
+            service.itemSignal(bus, "ItemChanged", collection: id, item: item, properties: ["Label", "Modified"])
+        }
     }
 
     func setLabel(_ value: BusValue) throws {
@@ -148,11 +150,9 @@ final class CollectionObject: SecretServiceObject {
         } else {
             try engine.setLabel(try Arguments.label(value), ofCollection: id)
         }
-        let state = try service.currentState()
-        for path in service.paths(ofCollection: id, state) {
-            service.propertiesChanged(bus, path, SS.Interface.collection, changed: [("Label", value)])
-        }
+        // gnome-keyring's order: CollectionChanged, then the new values on every path.
         service.emit(
             bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(id))])
+        service.collectionPropertiesChanged(bus, id, ["Label", "Modified"])
     }
 }

@@ -147,22 +147,15 @@ final class ItemObject: SecretServiceObject {
         defer { secret.wipe() }
         try service.updateItem(id, in: info.collection, secret: secret)
         try call.reply()
-        service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
+        service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id, properties: ["Modified"])
     }
 
     func setLabel(_ value: BusValue) throws {
         try requireItem()
         let info = try info()
         try service.updateItem(id, in: info.collection, label: try Arguments.label(value))
-        // Broadcast: the new value only for an item every client may see; for another group's item the
-        // name alone, which its application's clients read again.
-        let path = ObjectPath.itemPath(info.collection, id)
-        if service.isPublic(id, in: info.collection) {
-            service.propertiesChanged(bus, path, SS.Interface.item, changed: [("Label", value)])
-        } else {
-            service.propertiesChanged(bus, path, SS.Interface.item, invalidated: ["Label"])
-        }
-        service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
+        service.itemSignal(
+            bus, "ItemChanged", collection: info.collection, item: id, properties: ["Label", "Modified"])
     }
 
     func setAttributes(_ value: BusValue) throws {
@@ -170,13 +163,7 @@ final class ItemObject: SecretServiceObject {
         let info = try info()
         let attributes = try Arguments.attributes(value)
         try service.updateItem(id, in: info.collection, attributes: attributes)
-        let path = ObjectPath.itemPath(info.collection, id)
-        if service.isPublic(id, in: info.collection) {
-            service.propertiesChanged(
-                bus, path, SS.Interface.item, changed: [("Attributes", Arguments.attributesValue(attributes))])
-        } else {
-            service.propertiesChanged(bus, path, SS.Interface.item, invalidated: ["Attributes"])
-        }
-        service.itemSignal(bus, "ItemChanged", collection: info.collection, item: id)
+        service.itemSignal(
+            bus, "ItemChanged", collection: info.collection, item: id, properties: ["Attributes", "Modified"])
     }
 }

@@ -167,22 +167,6 @@ package final class SecretService: @unchecked Sendable {
         return try body()
     }
 
-    /// Runs `body` with `engine` as an unlisted program's, whatever call is being served: for what the
-    /// service broadcasts to every client (signals and their values), which must tell no client about
-    /// items outside `default`.
-    func asEveryone<T>(_ body: () throws -> T) rethrows -> T {
-        let outer = requestCaller
-        requestCaller = nil
-        defer { requestCaller = outer }
-        return try body()
-    }
-
-    /// Whether item `id` of `collection` is one every client may see (an unlisted program's, in
-    /// `default`): only then do broadcast signals carry its values.
-    func isPublic(_ id: [UInt8], in collection: String) -> Bool {
-        asEveryone { (try? item(id, in: collection)) != nil }
-    }
-
     /// The caller `sender` is served as: made by `policy` from its identity, and reused for
     /// `decisionLifetime` (asking the policy on every call cost a few microseconds each).
     private func caller(of sender: String?, _ bus: Bus, now: ContinuousClock.Instant = .now) -> Caller {

@@ -189,6 +189,9 @@ struct ServiceObject: SecretServiceObject {
             try engine.setAlias(name, to: id)
             service.emit(
                 bus, SS.root, SS.Interface.service, "CollectionChanged", [.objectPath(ObjectPath.collectionPath(id))])
+            // The alias path now shows another collection: its values, for proxies made on that path.
+            service.collectionPropertiesChanged(
+                bus, id, ["Items", "Label", "Locked", "Created", "Modified"], paths: [ObjectPath.aliasPath(name)])
         }
         try call.reply()
     }
@@ -238,7 +241,7 @@ extension SecretService {
         if created {
             log.info("Secret Service: created the collection '\(collection.id)'")
             emit(bus, SS.root, SS.Interface.service, "CollectionCreated", [.objectPath(path)])
-            propertiesChanged(bus, SS.root, SS.Interface.service, invalidated: ["Collections"])
+            collectionsChanged(bus)
         }
         return path
     }

@@ -200,11 +200,14 @@ final class BusAccessGroupTests: SecretServiceTestCase {
             ])
         XCTAssertEqual(setWeb.status, 0, setWeb.err)
         XCTAssertNotNil(watcher.signals.wait { $0.member == "PropertiesChanged" && $0.path == web })
-        XCTAssertTrue(propertyChanges(watcher, web).contains { $0.0 == ["Label"] }, "\(propertyChanges(watcher, web))")
+        XCTAssertTrue(
+            propertyChanges(watcher, web).contains { $0.0.contains("Label") }, "\(propertyChanges(watcher, web))")
+        // mail's change is announced by its path alone (ItemChanged), never with a value.
+        XCTAssertTrue(
+            watcher.signals.all.contains { $0.member == "ItemChanged" && $0.arguments == [.objectPath(vpn)] },
+            "the change is announced")
         let vpnChanges = propertyChanges(watcher, vpn)
-        XCTAssertFalse(vpnChanges.isEmpty, "the change is announced")
         XCTAssertTrue(vpnChanges.allSatisfy { $0.0.isEmpty }, "no value of mail's item in a broadcast: \(vpnChanges)")
-        XCTAssertTrue(vpnChanges.contains { $0.1 == ["Label"] })
     }
 
     /// A lock through the bus by an application is announced for every item every client may see, as
@@ -225,6 +228,38 @@ final class BusAccessGroupTests: SecretServiceTestCase {
         XCTAssertNotNil(
             watcher.signals.wait { $0.member == "PropertiesChanged" && $0.path == web },
             "default's item is announced locked: \(watcher.signals.all.map { ($0.member, $0.path) })")
+    }
+
+    /// Signals are broadcast: the `Items` they carry are what an unlisted program lists (the group
+    /// `default`), and a change to another application's item is announced by its path alone, never
+    /// with its label or attributes.
+    func testSignalsCarryNoOtherApplicationsItems() throws {
+        let client = try SecretServiceClient(bus.address)
+        try client.watchSignals()
+        XCTAssertEqual(try run(unlisted, "store", "--label", "W", "service", "web", input: "anyone's").status, 0)
+        XCTAssertEqual(try run(mail, "store", "--label", "M", "service", "vpn", input: "mail's").status, 0)
+        XCTAssertEqual(try run(mail, "store", "--label", "M2", "service", "vpn", input: "mail's 2").status, 0)
+        XCTAssertEqual(try run(unlisted, "clear", "service", "web").status, 0)
+        XCTAssertNotNil(
+            client.signals.wait {
+                $0.path == SSPath.login && $0.member == "PropertiesChanged"
+                    && $0.arguments[1].stringKeyedEntries?["Items"]?.variantValue?.elements == []
+            }, "the clear's Items")
+        var created: [String] = []
+        for signal in client.signals.all where signal.member == "ItemCreated" {
+            if let path = signal.arguments.first?.string, !created.contains(path) { created.append(path) }
+        }
+        XCTAssertEqual(created.count, 2)
+        let (web, vpn) = (created.first ?? "", created.last ?? "")
+        let listed = client.signals.all.compactMap {
+            $0.member == "PropertiesChanged" ? $0.arguments[1].stringKeyedEntries?["Items"]?.variantValue : nil
+        }.flatMap { $0.elements ?? [] }
+        XCTAssertTrue(listed.contains(.objectPath(web)), "default's item is listed")
+        XCTAssertFalse(listed.contains(.objectPath(vpn)), "mail's item is never listed")
+        XCTAssertTrue(
+            client.signals.all.contains { $0.member == "ItemChanged" && $0.arguments == [.objectPath(vpn)] },
+            "the replacement is announced by its path")
+        XCTAssertFalse(client.signals.all.contains { $0.path == vpn }, "nothing about mail's item itself")
     }
 
     /// A copy of an entitled program elsewhere, or the program started with a loader variable, is an
