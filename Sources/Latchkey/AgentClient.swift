@@ -25,6 +25,18 @@ final class AgentClient: Sendable {
     /// Unlock and create run Argon2id in the agent, so this is generous; a hung agent still cannot
     /// hang the caller forever.
     static let responseTimeout: Duration = .seconds(30)
+    /// How long a client waits for a request that may show the user a check (an item or key with
+    /// `kSecAttrAccessControl`, docs/ACCESS-CONTROL.md): as long as the agent's longest check (a few
+    /// questions of up to 300 s each, behind others), as Apple's calls wait while the system asks.
+    static let userCheckResponseTimeout: Duration = .seconds(1800)
+
+    /// Whether `opcode`'s answer may wait for the user (`userCheckResponseTimeout`).
+    static func mayWaitForTheUser(_ opcode: Opcode) -> Bool {
+        switch opcode {
+        case .add, .copyMatching, .update, .keyOperation: true
+        default: false
+        }
+    }
 
     /// The persistent connection's socket, or -1. Held for a whole request, so that requests from several
     /// threads take turns on the one connection and each reply reaches the thread that asked.
@@ -83,7 +95,10 @@ final class AgentClient: Sendable {
                     return unavailable(why)
                 }
             }
-            switch attempt(payload, on: fd) {
+            let timeout =
+                AgentClient.mayWaitForTheUser(request.opcode)
+                ? AgentClient.userCheckResponseTimeout : AgentClient.responseTimeout
+            switch attempt(payload, on: fd, timeout: timeout) {
             case .answered(let response):
                 return response
             case .unread where resends < AgentClient.maximumResends:
@@ -108,8 +123,10 @@ final class AgentClient: Sendable {
         case failed(String)
     }
 
-    /// Sends `payload` on `fd` and reads the reply.
-    private func attempt(_ payload: [UInt8], on fd: Int32) -> Attempt {
+    /// Sends `payload` on `fd` and reads the reply, waiting at most `timeout` for it.
+    private func attempt(
+        _ payload: [UInt8], on fd: Int32, timeout: Duration = AgentClient.responseTimeout
+    ) -> Attempt {
         do {
             try FrameIO.writeFrame(payload, to: fd, deadline: .now + AgentClient.responseTimeout)
         } catch {
@@ -128,7 +145,7 @@ final class AgentClient: Sendable {
         do {
             var reply = try FrameIO.readFrame(
                 from: fd, maxLength: Wire.maxResponseFrame,
-                deadline: .now + AgentClient.responseTimeout, awaitingReply: true)
+                deadline: .now + timeout, awaitingReply: true)
             return .answered(try Response.decode(wiping: &reply))
         } catch .io(errno: ECONNRESET) {
             return .unread("the agent closed the connection without reading the request")

@@ -250,7 +250,7 @@ package enum AgentMain {
     /// runs as the user (docs/SECURITY.md, attacker 5).
     static let sharedEnvironmentIgnored = [
         "LATCHKEY_LOCK_GRACE", "LATCHKEY_IDLE_LOCK", "LATCHKEY_LOG_LIMIT",
-        "LATCHKEY_MAX_SESSIONS", "LATCHKEY_CONNECTION_IDLE",
+        "LATCHKEY_MAX_SESSIONS", "LATCHKEY_CONNECTION_IDLE", "LATCHKEY_PRESENCE_TIMEOUT",
     ]
     /// Where an agent started by a service manager looks for programs (the prompter): a PATH from the
     /// shared environment would choose which program receives the keychain password.

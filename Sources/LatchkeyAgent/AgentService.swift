@@ -170,10 +170,12 @@ package final class AgentService: Sendable {
     {
         guard let presence else { return try body(nil) }
         let session = UserCheckSession()
-        for _ in 0..<3 {
+        for round in 0..<3 {
             do {
                 return try body(session)
             } catch  where error.status == SecStatus.authNeeded {
+                // No check the user would answer in vain: the last round's could not be used.
+                guard round < 2 else { break }
                 guard let requirement = session.pending else {
                     throw SecError(SecStatus.internalComponent, "a user check was asked for without a requirement")
                 }

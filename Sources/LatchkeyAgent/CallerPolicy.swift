@@ -54,8 +54,11 @@ package final class CallerPolicy: Sendable {
             return Caller(uid: identity.uid, pid: identity.pid, accessGroups: [], mayUseAnyGroup: false)
         }
         let grant = applications.current().grant(for: identity)
+        // The executable names the caller (in a prompt, docs/ACCESS-CONTROL.md) only when nothing casts
+        // doubt on it: a doubted process (traced, a loader variable, another namespace) could show any
+        // trusted path while other code runs.
         let base = Caller(
-            uid: identity.uid, pid: identity.pid, executable: identity.executable?.path,
+            uid: identity.uid, pid: identity.pid, executable: identity.doubts.isEmpty ? identity.executable?.path : nil,
             accessGroups: grant.accessGroups, mayUseAnyGroup: false)
         return authorization.applied(to: base)
     }

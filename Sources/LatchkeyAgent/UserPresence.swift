@@ -23,6 +23,8 @@ package final class UserPresence: Sendable {
     package static let timeoutVariable = "LATCHKEY_PRESENCE_TIMEOUT"
     /// Checks waiting at once; more are refused (errSecInteractionNotAllowed) rather than queued without end.
     static let maximumWaiting = 16
+    /// Checks one process may have waiting at once: one program cannot fill the queue for everyone.
+    static let maximumWaitingPerProcess = 2
 
     /// The checks the `latchkey` stack stands for: the user's own authentication, password or
     /// whatever the administrator put in front of pam_unix.
@@ -39,9 +41,14 @@ package final class UserPresence: Sendable {
 
     private final class Job: @unchecked Sendable {
         let description: String
+        /// The asking process (`maximumWaitingPerProcess`).
+        let pid: Int32
         /// Guarded by the monitor.
         var outcome: PAMUserCheck.Outcome?
-        init(description: String) { self.description = description }
+        init(description: String, pid: Int32) {
+            self.description = description
+            self.pid = pid
+        }
     }
 
     package init(prompter: PinentryPrompter, directory: String? = UserPresence.configuredDirectory()) {
@@ -74,9 +81,11 @@ package final class UserPresence: Sendable {
             throw SecError(SecStatus.authFailed, "the item needs a check this system cannot make (biometry, companion)")
         }
         guard user != nil else { throw SecError(SecStatus.authFailed, "the agent's user has no name") }
-        let job = Job(description: Self.description(requirement, caller: caller))
+        let job = Job(description: Self.description(requirement, caller: caller), pid: caller.pid)
         let admitted = monitor.locked { () -> (queued: Bool, startWorker: Bool) in
-            guard queue.count < Self.maximumWaiting else { return (false, false) }
+            guard queue.count < Self.maximumWaiting,
+                queue.filter({ $0.pid == caller.pid }).count < Self.maximumWaitingPerProcess
+            else { return (false, false) }
             queue.append(job)
             defer { working = true }
             return (true, !working)
@@ -135,9 +144,17 @@ package final class UserPresence: Sendable {
         return text
     }
 
-    /// Caller-given text without control characters, and bounded.
+    /// Caller-given text without what could make it look like something else: controls (C0 and C1),
+    /// format characters (bidirectional overrides, zero-width ones), line and paragraph separators;
+    /// and bounded.
     static func printable(_ text: String, limit: Int) -> String {
-        String(
-            String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }).prefix(limit))
+        let shown = text.unicodeScalars.filter { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:
+                false
+            default: true
+            }
+        }
+        return String(String.UnicodeScalarView(shown).prefix(limit))
     }
 }

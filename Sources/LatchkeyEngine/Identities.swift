@@ -66,8 +66,12 @@ struct Identities {
         keyRequest.authenticationUI = request.authenticationUI
         keyRequest.operationPrompt = request.operationPrompt
         // The caller's attributes go to whichever half has them (the certificate for shared names), the
-        // access group the request was admitted to among them.
-        for (name, value) in request.attributes {
+        // access group the request was admitted to among them; but not the two hashes that join the halves
+        // (the certificate's public-key hash, the key's application label): derived from the certificate
+        // and the key, they bind this identity to its own key. Named by the caller, they let an identity
+        // of the caller's join another key (and return that key's data).
+        for (name, value) in request.attributes
+        where name != SecAttr.publicKeyHash && name != SecAttr.applicationLabel {
             if ItemClass.certificate.attribute(name) != nil { certificateRequest.attributes[name] = value }
             if ItemClass.key.attribute(name) != nil { keyRequest.attributes[name] = value }
         }
@@ -107,7 +111,14 @@ struct Identities {
         } else {
             try ItemRules.apply(.certificate(certificate), to: &query)
         }
-        guard let pair = try find(query, limit: 1).first else { throw SecError.notFound }
+        guard let found = try find(query, limit: 1).first else { throw SecError.notFound }
+        // The key's data is its secret: a protected key's needs the user check here too.
+        guard
+            let pair = try items.presence.admit(
+                [found], ui: request.authenticationUI, prompt: request.operationPrompt,
+                protectedItems: { request.returns.data ? [$0.key] : [] }
+            ).first
+        else { throw SecError.notFound }
         return try ResultBuilder.value(for: pair, returns: request.returns)
     }
 

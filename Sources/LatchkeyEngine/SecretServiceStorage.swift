@@ -213,7 +213,7 @@ package struct SecretServiceStorage {
         return try ItemSealer.openSecret(entry.item)
     }
 
-    /// The Secret Service cannot ask for a user check yet (docs/ACCESS-CONTROL.md §7): the secret of an
+    /// The Secret Service cannot ask for a user check yet (docs/ACCESS-CONTROL.md §6): the secret of an
     /// item with a constraining `kSecAttrAccessControl` is not read or changed through it.
     static func refuseProtected(_ entry: SecretServiceEntry) throws(SecError) {
         if try entry.item.accessControl()?.needsUserCheck == true {

@@ -145,7 +145,7 @@ package struct AccessControl: Sendable, Hashable {
     /// other than the one the flags make: one value has one encoding).
     package init(decoding bytes: [UInt8]) throws(SecError) {
         let malformed = SecError(SecStatus.decode, "malformed SecAccessControl")
-        guard bytes.count >= 16, bytes.count <= 64, Array(bytes[0..<4]) == Self.magic, bytes[4] == Self.version,
+        guard bytes.count >= 15, bytes.count <= 64, Array(bytes[0..<4]) == Self.magic, bytes[4] == Self.version,
             let protection = ProtectionClass(rawValue: bytes[5])
         else { throw malformed }
         let raw = bytes[6..<14].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }

@@ -44,11 +44,13 @@ package final class PinentryConversation {
         do {
             let channel = try open()
             if !notes.isEmpty {
-                try channel.command("SETERROR " + Assuan.escape(notes.joined(separator: "\n")))
+                try channel.command("SETERROR " + Assuan.escape(notes.joined(separator: "\n"), maximumBytes: 900))
                 notes.removeAll()
             }
             let label = question.trimmingCharacters(in: " ")
-            try channel.command("SETPROMPT " + Assuan.escape(label.isEmpty ? "Password:" : String(label.prefix(200))))
+            try channel.command(
+                "SETPROMPT " + Assuan.escape(label.isEmpty ? "Password:" : String(label.prefix(200)), maximumBytes: 900)
+            )
             guard let answer = try channel.getPin() else { return .cancelled }
             return .answer(answer)
         } catch {
@@ -71,7 +73,7 @@ package final class PinentryConversation {
         do {
             try made.expectOK()  // the greeting
             try made.command("SETTITLE latchkey")
-            try made.command("SETDESC " + Assuan.escape(description))
+            try made.command("SETDESC " + Assuan.escape(description, maximumBytes: 900))
         } catch {
             close()
             throw error

@@ -81,6 +81,21 @@ struct PrompterError: Error {
 
 /// Percent-escaping of the Assuan protocol.
 enum Assuan {
+    /// `escape(text)` cut at a character so that it takes at most `maximumBytes` UTF-8 bytes: Assuan
+    /// lines are at most 1,000 bytes, and pinentry exits on a longer one (a long non-ASCII prompt, whose
+    /// `%` triple when escaped, would otherwise cost the check).
+    static func escape(_ text: String, maximumBytes: Int) -> String {
+        var out = ""
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            let piece = escape(String(scalar))
+            guard bytes + piece.utf8.count <= maximumBytes else { break }
+            out += piece
+            bytes += piece.utf8.count
+        }
+        return out
+    }
+
     static func escape(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
