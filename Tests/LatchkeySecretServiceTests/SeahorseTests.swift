@@ -102,6 +102,28 @@ final class SeahorseTests: SecretServiceTestCase {
         let stored = try cli(["find-generic-password", "-l", "Made in Seahorse", "-w"])
         XCTAssertEqual(stored.out.trimmingCharacters(in: .newlines), "s3cret-4", stored.err)
 
+        // Edit in Seahorse: a new password and a new description reach the keychain. Seahorse 43 saves
+        // neither as typed but when the dialog is closed and "Save changes for this item?" is answered
+        // OK (gkr-item-properties.vala, `response`); answered Cancel, the keychain keeps the old ones.
+        try open("Beta renamed")
+        XCTAssertTrue(
+            try waitUntil("the password is revealed") {
+                _ = try driver(["click", "icon", "dialog-password-symbolic"])
+                return try entries("Item Properties").contains("beta-3")
+            })
+        XCTAssertTrue(try driver(["replace", "Item Properties", "beta-3", "beta-4"]), "the new password typed")
+        XCTAssertTrue(
+            try driver(["replace", "Item Properties", "Beta renamed", "Beta edited"]), "the new description typed")
+        XCTAssertTrue(try driver(["click", "push button", "Close"]))
+        XCTAssertTrue(try waitUntil("the question to save") { try driver(["click", "push button", "OK"]) })
+        XCTAssertTrue(
+            try waitUntil("the new password in the keychain") {
+                try secretTool(["lookup", "service", "beta.example", "account", "bob"]).out == "beta-4"
+            })
+        try expectItems(["Beta edited", "Made in Seahorse"], "the item's new description")
+        let edited = try cli(["find-generic-password", "-s", "beta.example", "-a", "bob", "-l", "Beta edited", "-w"])
+        XCTAssertEqual(edited.out.trimmingCharacters(in: .newlines), "beta-4", edited.err)
+
         try requireRunning()
     }
 

@@ -9,7 +9,9 @@ through xdotool at the element's place on the screen, as a user's would.
                                           (its first line), in the topmost window first
   seahorse_a11y.py click-tooltip ROLE T   the same, for an element whose description contains T
   seahorse_a11y.py fill WINDOW ROLE TEXT  types TEXT into the first showing ROLE (an entry) of WINDOW
-  seahorse_a11y.py resize W H             sizes the main window (no window manager under Xvfb)
+  seahorse_a11y.py replace WINDOW OLD NEW types NEW over the text of the showing entry of WINDOW that reads OLD
+  seahorse_a11y.py resize W H             sizes the main window (no window manager under Xvfb); exits 1
+                                          until it has that size
 
 Exits 1 when the element is not there (yet): the test waits by asking again.
 """
@@ -151,6 +153,16 @@ def main(argv):
         click(node)
         subprocess.run(["xdotool", "key", "ctrl+a", "type", "--delay", "20", argv[4]], check=True, timeout=20)
         return 0 if text_of(node) in (argv[4], "\u25cf" * len(argv[4])) else 1
+    if command == "replace":
+        # The entry is named by what it shows: a field whose text has not arrived yet (a secret still
+        # being read) is not typed into, only to be overwritten when it does.
+        node = find(lambda n: n.getRoleName() in ("text", "password text") and text_of(n) == argv[3],
+                    within=argv[2])
+        if node is None:
+            return 1
+        click(node)
+        subprocess.run(["xdotool", "key", "ctrl+a", "type", "--delay", "20", argv[4]], check=True, timeout=20)
+        return 0 if text_of(node) == argv[4] else 1
     if command == "resize":
         found = subprocess.run(["xdotool", "search", "--name", "^seahorse$"], capture_output=True, text=True,
                                timeout=10).stdout.split()
@@ -158,7 +170,14 @@ def main(argv):
             return 1
         for window in found:
             subprocess.run(["xdotool", "windowsize", window, argv[2], argv[3]], check=True, timeout=10)
-        return 0
+        # Done only once the main window has that size: a request made before GTK has settled on its
+        # default size is undone, and a narrow window folds (its "+" hidden behind a "Back" button).
+        app = seahorse()
+        frames = [w for w in windows(app) if w.getRoleName() == "frame"] if app is not None else []
+        if not frames:
+            return 1
+        extents = frames[0].queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+        return 0 if (extents.width, extents.height) == (int(argv[2]), int(argv[3])) else 1
     print("unknown command " + command, file=sys.stderr)
     return 2
 
