@@ -9,64 +9,7 @@ import XCTest
 /// An attacker's review of the access-control slice (issue 13; docs/SECURITY.md), its reproductions
 /// kept as regression tests: each failed before its fix. Same setup as AccessControlTests: a root
 /// agent, a private PAM directory (pam_exec checking "sesame"), a stand-in pinentry.
-final class AccessControlReviewTests: AgentTestCase {
-    var pamDirectory = ""
-    var answers = ""
-    var shown = ""
-    var work = ""
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        try XCTSkipUnless(geteuid() == 0, "root only")
-        let base = (runtimeDirectory as NSString).deletingLastPathComponent
-        work = base
-        pamDirectory = base + "/pam.d"
-        answers = base + "/answers"
-        shown = base + "/shown"
-        try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
-        let checker = base + "/check-password"
-        try write("#!/bin/sh\npw=$(tr -d '\\000')\n[ \"$pw\" = sesame ]\n", to: checker, mode: 0o755)
-        try write("auth required pam_exec.so expose_authtok quiet \(checker)\n", to: pamDirectory + "/latchkey")
-        let prompter = base + "/prompter"
-        try write(
-            """
-            #!/bin/sh
-            n=0
-            echo "OK ready"
-            while IFS= read -r line; do
-              case "$line" in
-                SETDESC*|SETPROMPT*) echo "$line" >> "\(shown)"; echo OK ;;
-                GETPIN*)
-                  n=$((n + 1))
-                  answer=$(sed -n "${n}p" "\(answers)" 2>/dev/null)
-                  if [ -z "$answer" ]; then echo "ERR 83886179 Operation cancelled"
-                  elif [ "$answer" = "!wait" ]; then exec sleep 600
-                  else printf 'D %s\\nOK\\n' "$answer"; fi ;;
-                BYE*) echo OK; exit 0 ;;
-                *) echo OK ;;
-              esac
-            done
-            """, to: prompter, mode: 0o755)
-        setenv("LATCHKEY_PAM_DIR", pamDirectory, 1)
-        setenv("LATCHKEY_PROMPTER", prompter, 1)
-        setenv("LATCHKEY_PRESENCE_TIMEOUT", "8", 1)
-        try createKeychain()
-    }
-
-    override func tearDown() {
-        super.tearDown()
-        for name in ["LATCHKEY_PAM_DIR", "LATCHKEY_PROMPTER", "LATCHKEY_PRESENCE_TIMEOUT"] { unsetenv(name) }
-    }
-
-    private func write(_ text: String, to path: String, mode: Int = 0o644) throws {
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        chmod(path, mode_t(mode))
-    }
-
-    private func answer(_ lines: String...) throws {
-        try write(lines.joined(separator: "\n") + "\n", to: answers)
-    }
-
+final class AccessControlReviewTests: AccessControlTestCase {
     private func openssl(_ arguments: [String]) throws -> String {
         let result = try TestProcess.run("/usr/bin/openssl", arguments)
         XCTAssertEqual(result.status, 0, "openssl \(arguments): \(result.err)")
@@ -157,16 +100,6 @@ final class AccessControlReviewTests: AgentTestCase {
         let stolenPublic = SecKeyCopyExternalRepresentation(SecKeyCopyPublicKey(stolenKey)!, nil)! as Data
         let victimPublic = SecKeyCopyExternalRepresentation(SecKeyCopyPublicKey(victim)!, nil)! as Data
         XCTAssertNotEqual(stolenPublic, victimPublic, "the victim's protected private key was returned")
-    }
-
-    private func addProtected(_ account: String = "guarded", secret: String = "s3cret") {
-        let control = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
-        XCTAssertEqual(
-            SecItemAdd(
-                [
-                    kSecClass: kSecClassGenericPassword, kSecAttrService: "ac", kSecAttrAccount: account,
-                    kSecAttrAccessControl: control, kSecValueData: Data(secret.utf8),
-                ] as CFDictionary, nil), errSecSuccess)
     }
 
     /// The prompt never names an executable the agent doubts (another mount namespace here; LD_PRELOAD or
