@@ -165,17 +165,23 @@ final class LockState: @unchecked Sendable {
         observer?()
     }
 
-    /// Derives the master key from `password` and unlocks every password-protected class.
-    /// A wrong password is errSecAuthFailed and changes nothing.
-    func unlock(password: SecretBytes) throws(SecError) {
-        let bag = try currentKeybag()
-        let master = try derivations.run { () throws(SecError) -> SecretBytes in
+    /// `password`'s master key for `bag`: one Argon2id derivation, one at a time as every other
+    /// (`derivations`).
+    private func deriveMasterKey(_ password: SecretBytes, from bag: Keybag) throws(SecError) -> SecretBytes {
+        try derivations.run { () throws(SecError) -> SecretBytes in
             do {
                 return try bag.deriveMasterKey(password: password)
             } catch {
                 throw EngineErrors.map(error)
             }
         }
+    }
+
+    /// Derives the master key from `password` and unlocks every password-protected class.
+    /// A wrong password is errSecAuthFailed and changes nothing.
+    func unlock(password: SecretBytes) throws(SecError) {
+        let bag = try currentKeybag()
+        let master = try deriveMasterKey(password, from: bag)
         try unlock(masterKey: master, keybag: bag)
     }
 
@@ -183,13 +189,7 @@ final class LockState: @unchecked Sendable {
     /// when it is not. Costs one Argon2id derivation, one at a time as every other (`derivations`).
     func verify(password: SecretBytes) throws(SecError) {
         let bag = try currentKeybag()
-        let master = try derivations.run { () throws(SecError) -> SecretBytes in
-            do {
-                return try bag.deriveMasterKey(password: password)
-            } catch {
-                throw EngineErrors.map(error)
-            }
-        }
+        let master = try deriveMasterKey(password, from: bag)
         guard bag.verify(masterKey: master) else {
             throw SecError(SecStatus.authFailed, "wrong keychain password")
         }

@@ -60,7 +60,7 @@ struct PortalObject: SecretServiceObject {
         }
         try Self.checkOptions(call.arguments[3])
         do {
-            _ = try PortalSecretDelivery.check(fd)
+            try PortalSecretDelivery.check(fd)
         } catch {
             throw BusError.invalidArgs("fd: \(error)")
         }

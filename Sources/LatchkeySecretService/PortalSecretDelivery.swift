@@ -45,13 +45,9 @@ enum PortalSecretDelivery {
     static let maximumRunning = 4
     private static let running = Locked(0)
 
-    /// What kind of descriptor `fd` is, or why it is refused; checked before the secret is derived.
-    enum Kind: Equatable {
-        case pipe
-        case socket
-    }
-
-    static func check(_ fd: Int32) throws(Failure) -> Kind {
+    /// Refuses a descriptor that is not a pipe (or FIFO) open for writing, or a socket; checked before
+    /// the secret is derived.
+    static func check(_ fd: Int32) throws(Failure) {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .unsuitable("cannot stat the descriptor (errno \(errno))") }
         let flags = fcntl(fd, F_GETFL)
@@ -60,9 +56,9 @@ enum PortalSecretDelivery {
         case S_IFIFO:
             let mode = flags & O_ACCMODE
             guard mode == O_WRONLY || mode == O_RDWR else { throw .unsuitable("the pipe is not open for writing") }
-            return .pipe
+            return
         case S_IFSOCK:
-            return .socket
+            return
         default:
             throw .unsuitable("not a pipe or a socket")
         }
