@@ -1,6 +1,7 @@
 import LatchkeyCrypto
 import LatchkeyModel
 import LatchkeySecrets
+import LatchkeyStore
 
 /// The keychain engine: what the agent's socket and its Secret Service ask of a keychain.
 ///
@@ -169,6 +170,10 @@ package final class Keychain: @unchecked Sendable {
     package func observeItemChanges(_ observer: (@Sendable (KeychainItemChange) -> Void)?) {
         mutex.withLock { itemChangeObserver = observer }
     }
+
+    /// How many commits the stores of this process have made (`CommitCount`): equal readings mean the
+    /// database did not change in between, readings one apart that exactly one transaction committed.
+    package static var commitStamp: UInt64 { CommitCount.current }
 
     // MARK: - Lock state
 

@@ -132,12 +132,14 @@ final class CollectionObject: SecretServiceObject {
         let replace = try call.boolean(2)
         let secret = try sessions.decode(call.arguments[1], caller: call.sender)
         defer { secret.wipe() }
+        let before = Keychain.commitStamp
         let (item, created) = try service.createItem(
             in: id, label: label, attributes: attributes, secret: secret,
             replace: replace)
+        let after = Keychain.commitStamp
         try call.reply([.objectPath(ObjectPath.itemPath(id, item)), .objectPath(SS.noObject)])
         if created {
-            service.itemSignal(bus, "ItemCreated", collection: id, item: item)
+            service.itemSignal(bus, "ItemCreated", collection: id, item: item, commits: (before, after))
         } else {
             service.itemSignal(bus, "ItemChanged", collection: id, item: item, properties: ["Label", "Modified"])
         }

@@ -135,9 +135,11 @@ final class ItemObject: SecretServiceObject {
     func delete(_ call: BusMethodCall) throws {
         try requireItem()
         let info = try info()
+        let before = Keychain.commitStamp
         try service.deleteItem(id, in: info.collection)
+        let after = Keychain.commitStamp
         try call.reply([.objectPath(SS.noObject)])
-        service.itemSignal(bus, "ItemDeleted", collection: info.collection, item: id)
+        service.itemSignal(bus, "ItemDeleted", collection: info.collection, item: id, commits: (before, after))
     }
 
     func setSecret(_ call: BusMethodCall) throws {

@@ -42,6 +42,8 @@ package final class SecretService: @unchecked Sendable {
     var sessions = SessionRegistry()
     var prompts = PromptRegistry()
     var lastLockState: SecretServiceLockState?
+    /// Keychain collections' `Items` as broadcast in signals, by collection id (`broadcastItems`).
+    var knownItems: [String: BroadcastItems] = [:]
     /// The in-memory `session` collection.
     let sessionCollection: SessionCollection
     var pendingSearches = PendingSearches()

@@ -73,3 +73,11 @@ package struct SecretServiceLockState: Sendable, Equatable {
     /// The index key is held, so searches and listings can be evaluated.
     package var searchable: Bool
 }
+
+/// A keychain collection's `Items` as an unlisted program read them when `stamp` commits had been made
+/// and the keychain's lock state was `lock` (`SecretService.broadcastItems`).
+struct BroadcastItems {
+    var stamp: UInt64
+    var lock: SecretServiceLockState
+    var paths: [String]
+}

@@ -59,6 +59,7 @@ enum Opening {
         let db = try connection.openHandle()
         // Another process (a CLI, a second agent during restart) may hold the write lock briefly.
         sqlite3_busy_timeout(db, 5_000)
+        CommitCount.install(on: db)
         // FULL: in WAL mode this fsyncs the WAL at every commit, so an add that returned success
         // survives power loss. NORMAL would only guarantee consistency, not durability.
         // secure_delete: deleted secrets are zeroed in their pages instead of lingering in free space.

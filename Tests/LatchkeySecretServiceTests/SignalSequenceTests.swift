@@ -213,4 +213,59 @@ final class SignalSequenceTests: SecretServiceTestCase {
             },
             "nothing is ever invalidated")
     }
+
+    /// The `Items` a signal carries is the collection's whole list as an unlisted program reads it,
+    /// however the keychain changed since the last signal. The service remembers the list between
+    /// signals and brings it up to date with its own calls' items only while nothing else committed
+    /// (SecretService.broadcastItems): every step here compares the last signalled list with a fresh
+    /// `Get` of the property.
+    func testSignalledItemsFollowEveryChange() throws {
+        let session = try start()
+        var signalled = 0
+        func lastSignalledItems() -> [String]? {
+            let changes = client.signals.all.filter {
+                $0.path == SSPath.login && $0.member == "PropertiesChanged"
+                    && $0.arguments.dropFirst().first?.stringKeyedEntries?["Items"] != nil
+            }
+            guard changes.count > signalled else { return nil }
+            return changes.last?.arguments.dropFirst().first?.stringKeyedEntries?["Items"]?.variantValue?
+                .elements?.compactMap(\.string)
+        }
+        func check(_ step: String, count: Int, line: UInt = #line) throws {
+            XCTAssertTrue(Poll.until(within: 10) { lastSignalledItems() != nil }, step, line: line)
+            let got = lastSignalledItems() ?? []
+            signalled =
+                client.signals.all.filter {
+                    $0.path == SSPath.login && $0.member == "PropertiesChanged"
+                        && $0.arguments.dropFirst().first?.stringKeyedEntries?["Items"] != nil
+                }.count
+            let now = try client.call(
+                SSPath.login, Self.properties, "Get", [.string(SSPath.collectionInterface), .string("Items")])
+            let expected = now.first?.variantValue?.elements?.compactMap(\.string) ?? []
+            XCTAssertEqual(got, expected, step, line: line)
+            XCTAssertEqual(got.count, count, step, line: line)
+        }
+
+        let first = try createItem(session, label: "A", [("k", "a")], secret: "a")
+        try check("create A", count: 1)
+        _ = try createItem(session, label: "B", [("k", "b")], secret: "b")
+        try check("create B", count: 2)
+        XCTAssertEqual(try cli(["add-generic-password", "-s", "svc", "-a", "c", "-w", "c"]).status, 0)
+        try check("SecItem add", count: 3)
+        try client.call(first, SSPath.itemInterface, "Delete")
+        try check("delete A", count: 2)
+        XCTAssertEqual(try cli(["delete-generic-password", "-s", "svc", "-a", "c"]).status, 0)
+        try check("SecItem delete", count: 1)
+        _ = try createItem(session, label: "D", [("k", "d")], secret: "d")
+        try check("create D after a SecItem change", count: 2)
+        XCTAssertEqual(try cli(["lock"]).status, 0)
+        XCTAssertEqual(try cli(["unlock", "--password-stdin"], input: "\(Self.password)\n").status, 0)
+        _ = Poll.until(within: 10) { client.signals.all.contains { $0.member == "CollectionChanged" } }
+        _ = try createItem(session, label: "E", [("k", "e")], secret: "e")
+        try check("create E after a lock", count: 3)
+        // A replacing CreateItem changes an item (ItemChanged, no `Items`); the next create is right too.
+        _ = try createItem(session, label: "E2", [("k", "e")], secret: "e2")
+        _ = try createItem(session, label: "F", [("k", "f")], secret: "f")
+        try check("create F after a replacing create", count: 4)
+    }
 }

@@ -205,3 +205,29 @@ final class StoreBasicTests: StoreTestCase {
         }
     }
 }
+
+/// `CommitCount`: what the Secret Service's remembered `Items` relies on (one more per commit, none
+/// for reads or a rolled-back transaction).
+final class CommitCountTests: StoreTestCase {
+    func testEveryCommitIsCountedAndNothingElse() throws {
+        let store = try openStore()
+        let start = CommitCount.current
+        _ = try store.count(itemClass: nil)
+        XCTAssertEqual(CommitCount.current, start, "a read commits nothing")
+        _ = try store.insert(makeRow(1, itemClass: 2, protection: 5, sync: false))
+        XCTAssertEqual(CommitCount.current, start + 1, "a statement outside a transaction commits by itself")
+        try store.transaction {
+            _ = try store.insert(makeRow(2, itemClass: 2, protection: 5, sync: false))
+            _ = try store.insert(makeRow(3, itemClass: 2, protection: 5, sync: false))
+        }
+        XCTAssertEqual(CommitCount.current, start + 2, "a transaction is one commit")
+        struct Undo: Error {}
+        XCTAssertThrowsError(
+            try store.transaction {
+                _ = try store.insert(makeRow(4, itemClass: 2, protection: 5, sync: false))
+                throw Undo()
+            })
+        XCTAssertEqual(CommitCount.current, start + 2, "a rolled-back transaction commits nothing")
+        XCTAssertEqual(try store.count(itemClass: nil), 3)
+    }
+}
