@@ -65,10 +65,15 @@ build-pam:
 	mkdir -p $(PAM_BUILD)
 	cp pam/*.c pam/*.h pam/pam_latchkey.map pam/Makefile $(PAM_BUILD)/
 	$(MAKE) -C $(PAM_BUILD) PREFIX=$(PREFIX) LATCHKEYD=$(AGENT) pam_latchkey.so
+	echo $(AGENT) > $(PAM_BUILD)/agent-path
 
 install:
 	@test -x $(SWIFT_BIN)/latchkeyd -a -x $(SWIFT_BIN)/latchkey -a -f $(PAM_BUILD)/pam_latchkey.so \
 		|| { echo "make install: run make first (as yourself; install as root)"; exit 1; }
+	@# The module holds the agent's path: it must be the one this installation puts the agent at.
+	@test "$$(cat $(PAM_BUILD)/agent-path)" = $(AGENT) \
+		|| { echo "make install: the PAM module was built for $$(cat $(PAM_BUILD)/agent-path), not $(AGENT):" \
+			"run make with the same PREFIX"; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(AGENTDIR) $(DESTDIR)$(SECUREDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DBUSSERVICEDIR) \
 		$(DESTDIR)$(SYSTEMDUSERUNITDIR) $(DESTDIR)$(PORTALDIR) $(DESTDIR)$(APPLICATIONSDIR) \
@@ -122,10 +127,12 @@ install:
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/latchkey $(DESTDIR)$(AGENT) $(DESTDIR)$(SECUREDIR)/pam_latchkey.so \
 		$(DESTDIR)$(MANDIR)/man1/latchkey.1 $(DESTDIR)$(MANDIR)/man8/latchkeyd.8 \
-		$(DESTDIR)$(MANDIR)/man8/pam_latchkey.8 $(DESTDIR)$(DBUSSERVICEDIR)/org.freedesktop.secrets.service \
+		$(DESTDIR)$(MANDIR)/man8/pam_latchkey.8 \
 		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/latchkeyd.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/latchkeyd.service \
 		$(DESTDIR)$(PORTALDIR)/latchkey.portal $(DESTDIR)$(APPLICATIONSDIR)/xdg-desktop-portal.conf
 	if [ -n "$(PAMCONFIGDIR)" ]; then rm -f $(DESTDIR)$(PAMCONFIGDIR)/latchkey; fi
+	dst=$(DESTDIR)$(DBUSSERVICEDIR)/org.freedesktop.secrets.service; \
+	if grep -q '^Exec=.*/latchkeyd ' $$dst 2>/dev/null; then rm -f $$dst; fi
 	rm -rf $(DESTDIR)$(DOCDIR)
 	-rmdir $(DESTDIR)$(AGENTDIR) $(DESTDIR)$(APPLICATIONSDIR)
 
