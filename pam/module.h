@@ -13,7 +13,7 @@
 #define PUBLIC __attribute__((visibility("default")))
 
 #ifndef LATCHKEYD
-#define LATCHKEYD "/usr/local/bin/latchkeyd"
+#define LATCHKEYD "/usr/local/libexec/latchkey/latchkeyd"
 #endif
 #define DEFAULT_KEYCHAIN "%h/.local/share/latchkey"
 #define DEFAULT_MACHINE_SECRET "/var/lib/latchkey/machine-secret"

@@ -29,7 +29,9 @@ enum AgentLauncher {
     /// Starts the agent; returns how it went, or why it could not be started.
     static func start(endpoint: AgentEndpoint, timeoutMilliseconds: Int32) -> Result<Started, StartFailure> {
         guard let executable = agentExecutable() else {
-            return fail("latchkeyd not found (set LATCHKEYD to its path, or install it next to latchkey or on PATH)")
+            return fail(
+                "latchkeyd not found (set LATCHKEYD to its path, or install it in \(installedAgents[0]), next to "
+                    + "latchkey or on PATH)")
         }
         if let problem = endpoint.prepareDirectory(create: true) { return fail(problem) }
         var pipeFDs: [Int32] = [-1, -1]
@@ -90,25 +92,35 @@ enum AgentLauncher {
     /// keychain locked at every login. The list is `Environment.codeVariables`.
     static let codeVariables = Environment.codeVariables
 
-    /// `$LATCHKEYD`, else `latchkeyd` next to the running executable, else the first on PATH.
+    /// Where the package (`/usr`) and `make install` (`/usr/local`) put the agent: the root-owned
+    /// directory pam_latchkey trusts it in (its `agent=` default), not on PATH.
+    static let installedAgents = ["/usr/libexec/latchkey/latchkeyd", "/usr/local/libexec/latchkey/latchkeyd"]
+
+    /// `$LATCHKEYD`; else `latchkeyd` next to the running executable (a build directory);
+    /// else `../libexec/latchkey/latchkeyd` from it (`/usr/bin/latchkey` finds the package's agent);
+    /// else the installed agents, for an application anywhere that links the library; else PATH.
     static func agentExecutable() -> String? {
         if let path = Environment.value("LATCHKEYD") {
             return access(path, X_OK) == 0 ? path : nil
         }
+        var candidates: [String] = []
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         if n > 0 {
             let selfPath = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if let slash = selfPath.lastIndex(of: "/") {
-                let candidate = String(selfPath[..<slash]) + "/latchkeyd"
-                if access(candidate, X_OK) == 0 { return candidate }
+                let directory = String(selfPath[..<slash])
+                candidates.append(directory + "/latchkeyd")
+                if let parentSlash = directory.lastIndex(of: "/") {
+                    candidates.append(String(directory[..<parentSlash]) + "/libexec/latchkey/latchkeyd")
+                }
             }
         }
+        candidates += installedAgents
         for directory in (Environment.value("PATH") ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") {
-            let candidate = String(directory) + "/latchkeyd"
-            if access(candidate, X_OK) == 0 { return candidate }
+            candidates.append(String(directory) + "/latchkeyd")
         }
-        return nil
+        return candidates.first { access($0, X_OK) == 0 }
     }
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R)

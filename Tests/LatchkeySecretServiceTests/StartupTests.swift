@@ -138,7 +138,8 @@ final class ActivationBus {
             encoding: .utf8)
         // An activated agent ignores LATCHKEY_PROMPTER (any client can change the activation
         // environment), so the test prompter is named in the service file, as an admin would.
-        try template.replacingOccurrences(of: "/usr/local/bin/latchkeyd", with: TestProcess.binDirectory + "/latchkeyd")
+        let installed = "/usr/local/libexec/latchkey/latchkeyd"  // the Exec= of contrib's file
+        try template.replacingOccurrences(of: installed, with: TestProcess.binDirectory + "/latchkeyd")
             .replacingOccurrences(
                 of: "--secret-service-activation",
                 with: "--secret-service-activation --prompter \(SecretServiceTestCase.prompter)"
