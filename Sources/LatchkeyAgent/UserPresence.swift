@@ -54,6 +54,12 @@ package final class UserPresence: Sendable {
         let services: [String]
         /// Guarded by the monitor.
         var outcome: PAMUserCheck.Outcome?
+        /// Guarded by the monitor: the worker took the job.
+        var running = false
+        /// Guarded by the monitor: its client went away; no further transaction starts for it.
+        var dismissed = false
+        /// Guarded by the monitor: the conversation of the transaction running for it.
+        var conversation: PinentryConversation?
         init(description: String, pid: Int32, services: [String]) {
             self.description = description
             self.pid = pid
@@ -82,9 +88,16 @@ package final class UserPresence: Sendable {
         return value
     }
 
+    /// How often a request waiting for its check looks whether its client is still connected.
+    static let hangUpInterval = 0.25
+
     /// Asks the user for `requirement`: the checks that passed, or the request's error
-    /// (errSecUserCanceled, errSecAuthFailed, errSecInteractionNotAllowed).
-    func check(_ requirement: UserCheckRequirement, caller: Caller) throws(SecError) -> Set<UserCheckKind> {
+    /// (errSecUserCanceled, errSecAuthFailed, errSecInteractionNotAllowed). `clientGone` says whether the
+    /// asking client closed its connection: its check is then dismissed (taken out of the queue, or its
+    /// prompt stopped, which ends the PAM transaction), and the next one goes on.
+    func check(_ requirement: UserCheckRequirement, caller: Caller, clientGone: () -> Bool = { false })
+        throws(SecError) -> Set<UserCheckKind>
+    {
         let plan = try Self.plan(requirement.constraints, biometry: biometryConfigured())
         guard user != nil else { throw SecError(SecStatus.authFailed, "the agent's user has no name") }
         let job = Job(
@@ -102,8 +115,13 @@ package final class UserPresence: Sendable {
         }
         if admitted.startWorker { startWorker() }
         // Bounded: each of the prompter's answers has its timeout, and the stack at most
-        // `PAMUserCheck.maximumQuestions` of them; the worker always finishes the job.
-        monitor.wait { job.outcome != nil }
+        // `PAMUserCheck.maximumQuestions` of them; the worker always finishes the job. Meanwhile the
+        // client's connection is watched, so a program that is gone does not keep its prompt up.
+        while !monitor.wait(timeout: Self.hangUpInterval, until: { job.outcome != nil }) {
+            guard clientGone() else { continue }
+            dismiss(job)
+            throw SecError(SecStatus.userCanceled, "the client closed its connection; its user check was dismissed")
+        }
         switch monitor.locked({ job.outcome! }) {
         case .passed: return plan.passed
         case .cancelled: throw SecError(SecStatus.userCanceled, "the user check was cancelled or timed out")
@@ -112,18 +130,44 @@ package final class UserPresence: Sendable {
         }
     }
 
+    /// Dismisses `job`, whose client went away: a queued job leaves the queue; a running one has its
+    /// prompter stopped, which fails the PAM conversation and so ends the transaction.
+    private func dismiss(_ job: Job) {
+        let conversation = monitor.locked { () -> PinentryConversation? in
+            job.dismissed = true
+            guard job.running else {
+                queue.removeAll { $0 === job }
+                job.outcome = .cancelled
+                return nil
+            }
+            return job.conversation
+        }
+        conversation?.cancel()
+        AgentLog.info("user check for pid \(job.pid) dismissed: its client closed the connection")
+    }
+
     /// Runs the queued checks in order until none is left; one worker at a time.
     private func startWorker() {
         let started = startDetachedThread { [self] in
             while let job = monitor.locked({ () -> Job? in
                 if queue.isEmpty { working = false }
+                queue.first?.running = true
                 return queue.first
             }) {
                 var outcome = PAMUserCheck.Outcome.failed
                 for service in job.services {
                     let conversation = PinentryConversation(prompter: prompter, description: job.description)
+                    let dismissed = monitor.locked { () -> Bool in
+                        job.conversation = conversation
+                        return job.dismissed
+                    }
+                    if dismissed {
+                        outcome = .cancelled
+                        break
+                    }
                     outcome = PAMUserCheck.run(
                         service: service, directory: directory, user: user ?? "", conversation: conversation)
+                    monitor.locked { job.conversation = nil }
                     conversation.close()
                     // `.and`: both transactions must pass; the first that does not ends the check.
                     if outcome != .passed { break }
