@@ -37,7 +37,7 @@ package final class AgentServer: @unchecked Sendable {
         onUnlock: @escaping @Sendable () -> Void = {}, presence: UserPresence? = nil
     ) throws {
         self.endpoint = endpoint
-        self.policy = CallerPolicy()
+        self.policy = CallerPolicy(presence: presence)
         self.limits = ConnectionLimits.current()
         self.mailbox = try Mailbox()
         self.demand = try SlotDemand()
