@@ -110,7 +110,10 @@ final class PromptObject: SecretServiceObject {
                 let passed = try policy.checkUserPresence(requirement, for: caller) { cancellation.isCancelled }
                 outcome = .accepted
                 connection.perform { bus in
-                    service.userChecks.grant(requirement.items, passed: passed, to: owner)
+                    guard service.userChecks.grant(requirement.items, passed: passed, to: owner) else {
+                        service.finish(n, .failed("the client holds too many unlocked items"), bus)
+                        return
+                    }
                     let paths = objects.filter { path in
                         if case .item(_, let id)? = ObjectPath(path) { return requirement.items.contains(id) }
                         return false
