@@ -10,11 +10,12 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
     /// The user's own authentication: the PAM service `latchkey` (password, or whatever the administrator
     /// put in front of pam_unix, such as pam_fprintd).
     public static let userPresence = SecAccessControlCreateFlags(rawValue: 1 << 0)
-    /// Any enrolled biometry. Not yet checkable here: such an item's secret gives errSecAuthFailed.
+    /// Any enrolled biometry: the PAM service `latchkey-biometry` (pam_fprintd, no password fallback);
+    /// without that service the item's secret gives errSecAuthFailed, as Apple's without enrolled biometry.
     public static let biometryAny = SecAccessControlCreateFlags(rawValue: 1 << 1)
     /// Apple's former name of ``biometryAny``.
     public static let touchIDAny = SecAccessControlCreateFlags(rawValue: 1 << 1)
-    /// The biometry enrolled now. Not yet checkable here (errSecAuthFailed).
+    /// The biometry enrolled now: checked as ``biometryAny`` (PAM cannot tell which enrolment answered).
     public static let biometryCurrentSet = SecAccessControlCreateFlags(rawValue: 1 << 3)
     /// Apple's former name of ``biometryCurrentSet``.
     public static let touchIDCurrentSet = SecAccessControlCreateFlags(rawValue: 1 << 3)

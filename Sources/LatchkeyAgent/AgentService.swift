@@ -44,7 +44,7 @@ package final class AgentService: Sendable {
     /// connection's: `authorizeGroups` widens it for the connection's later requests.
     func handle(
         _ request: Request, caller: Caller, authorization: inout GroupAuthorization,
-        peer: () -> PeerProcess = { .unknown(reason: "no connection") }
+        clientGone: () -> Bool = { false }, peer: () -> PeerProcess = { .unknown(reason: "no connection") }
     ) -> Response {
         switch request {
         case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
@@ -61,16 +61,16 @@ package final class AgentService: Sendable {
                     ]))
             case .add(let attributes):
                 return .ok(
-                    try withUserChecks(caller) { checks throws(SecError) in
+                    try withUserChecks(caller, clientGone: clientGone) { checks throws(SecError) in
                         try keychain.add(attributes, caller: caller, checks: checks)
                     })
             case .copyMatching(let query):
                 return .ok(
-                    try withUserChecks(caller) { checks throws(SecError) in
+                    try withUserChecks(caller, clientGone: clientGone) { checks throws(SecError) in
                         try keychain.copyMatching(query, caller: caller, checks: checks)
                     })
             case .update(let query, let attributes):
-                try withUserChecks(caller) { checks throws(SecError) in
+                try withUserChecks(caller, clientGone: clientGone) { checks throws(SecError) in
                     try keychain.update(query, attributes, caller: caller, checks: checks)
                 }
                 return .ok(nil)
@@ -79,7 +79,7 @@ package final class AgentService: Sendable {
                 return .ok(nil)
             case .keyOperation(let operation):
                 return .ok(
-                    try withUserChecks(caller) { checks throws(SecError) in
+                    try withUserChecks(caller, clientGone: clientGone) { checks throws(SecError) in
                         try keychain.keyOperation(operation, caller: caller, checks: checks)
                     })
             case .generateKey(let parameters):
@@ -165,9 +165,9 @@ package final class AgentService: Sendable {
     /// the check runs here, and the request is repeated with the check granted in this request's own
     /// session, which no other request sees. The items a repeat needs can differ (the keychain changed
     /// meanwhile): a few rounds, then errSecAuthFailed, like Apple's client (which retries up to 20).
-    private func withUserChecks<T>(_ caller: Caller, _ body: (UserCheckSession?) throws(SecError) -> T)
-        throws(SecError) -> T
-    {
+    private func withUserChecks<T>(
+        _ caller: Caller, clientGone: () -> Bool, _ body: (UserCheckSession?) throws(SecError) -> T
+    ) throws(SecError) -> T {
         guard let presence else { return try body(nil) }
         let session = UserCheckSession()
         for round in 0..<3 {
@@ -179,7 +179,7 @@ package final class AgentService: Sendable {
                 guard let requirement = session.pending else {
                     throw SecError(SecStatus.internalComponent, "a user check was asked for without a requirement")
                 }
-                let passed = try presence.check(requirement, caller: caller)
+                let passed = try presence.check(requirement, caller: caller, clientGone: clientGone)
                 session.grant(requirement, passed: passed)
                 AgentLog.info(
                     "user check passed for pid \(caller.pid) (\(requirement.items.count) protected item(s))")

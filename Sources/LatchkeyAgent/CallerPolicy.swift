@@ -1,5 +1,6 @@
 import LatchkeyApplications
 import LatchkeyEngine
+import LatchkeyModel
 import LatchkeySecretService
 import LatchkeySystem
 
@@ -22,8 +23,11 @@ package final class CallerPolicy: Sendable {
     package static let directoriesVariable = "LATCHKEY_APPLICATIONS_DIRS"
 
     let applications: ApplicationRegistryWatch
+    /// Asks the user for the bus clients' user checks (nil: nobody can be asked).
+    let presence: UserPresence?
 
-    package init(directories: [String]? = nil) {
+    package init(directories: [String]? = nil, presence: UserPresence? = nil) {
+        self.presence = presence
         let chosen = directories ?? Self.configuredDirectories()
         applications = ApplicationRegistryWatch(directories: chosen)
         if chosen != ApplicationRegistry.defaultDirectories {
@@ -122,5 +126,14 @@ extension CallerPolicy: BusClientPolicy {
     package func caller(ofBusClient identity: CallerIdentity?) -> Caller {
         guard let identity else { return UnlistedBusClients().caller(ofBusClient: nil) }
         return caller(identity, authorization: GroupAuthorization())
+    }
+
+    package func checkUserPresence(_ requirement: UserCheckRequirement, for caller: Caller, dismissed: () -> Bool)
+        throws(SecError) -> Set<UserCheckKind>
+    {
+        guard let presence else {
+            throw SecError(SecStatus.interactionNotAllowed, "no user check can be asked for here")
+        }
+        return try presence.check(requirement, caller: caller, clientGone: dismissed)
     }
 }

@@ -37,7 +37,7 @@ package final class AgentServer: @unchecked Sendable {
         onUnlock: @escaping @Sendable () -> Void = {}, presence: UserPresence? = nil
     ) throws {
         self.endpoint = endpoint
-        self.policy = CallerPolicy()
+        self.policy = CallerPolicy(presence: presence)
         self.limits = ConnectionLimits.current()
         self.mailbox = try Mailbox()
         self.demand = try SlotDemand()
@@ -162,7 +162,10 @@ package final class AgentServer: @unchecked Sendable {
                     message: "only root (pam_latchkey, in the login process) may open or close login sessions")
             } else {
                 let decided = policy.caller(for: &connection)
-                response = service.handle(request, caller: decided, authorization: &connection.authorization) {
+                response = service.handle(
+                    request, caller: decided, authorization: &connection.authorization,
+                    clientGone: { Self.hasHungUp(fd) }
+                ) {
                     PeerProcess.of(connection: fd, pid: caller.pid) { mailbox.room.request(wake: mailbox.wake) }
                 }
             }
@@ -202,6 +205,14 @@ package final class AgentServer: @unchecked Sendable {
     }
 
     private enum Awaited { case starting, quiet }
+
+    /// Whether the client closed its end of the connection while its request is being answered (a user
+    /// check waits): poll(2) reports POLLHUP once the peer's socket is closed whole. A half-close
+    /// (shutdown of its writing side only) is not taken as gone, since that client may still read the answer.
+    static func hasHungUp(_ fd: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: 0, revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
+    }
 
     /// Waits up to `ConnectionLimits.linger` for the next request to start (or for the client to close,
     /// which reading then finds); quiet at once when `demand` says a request waits for this slot.

@@ -14,6 +14,10 @@ import LatchkeySystem
 package final class UserPresence: Sendable {
     /// The PAM service; `/etc/pam.d/latchkey` (contrib/pam.d/latchkey).
     package static let service = "latchkey"
+    /// The PAM service of the biometry flags; `/etc/pam.d/latchkey-biometry`
+    /// (contrib/pam.d/latchkey-biometry). Run only when its file exists: without it Linux-PAM would run
+    /// the `other` stack, commonly the password, which must never stand for biometry.
+    package static let biometryService = "latchkey-biometry"
     /// Names a directory of PAM service files in place of /etc/pam.d: honoured only by an agent whose
     /// effective uid is root (tests), never by a user's agent, whose environment any program of the user
     /// sets and which must not let it choose a permissive stack.
@@ -29,6 +33,9 @@ package final class UserPresence: Sendable {
     /// The checks the `latchkey` stack stands for: the user's own authentication, password or
     /// whatever the administrator put in front of pam_unix.
     static let stackChecks: Set<UserCheckKind> = [.userPresence, .devicePasscode]
+    /// The checks the `latchkey-biometry` stack stands for. PAM cannot tell which enrolment answered, so
+    /// it stands for the current set too; and biometry is one way of user presence, as on Apple systems.
+    static let biometryChecks: Set<UserCheckKind> = [.biometryAny, .biometryCurrentSet, .userPresence]
 
     private let prompter: PinentryPrompter
     private let directory: String?
@@ -43,11 +50,20 @@ package final class UserPresence: Sendable {
         let description: String
         /// The asking process (`maximumWaitingPerProcess`).
         let pid: Int32
+        /// The PAM services to run, in order; every one must pass.
+        let services: [String]
         /// Guarded by the monitor.
         var outcome: PAMUserCheck.Outcome?
-        init(description: String, pid: Int32) {
+        /// Guarded by the monitor: the worker took the job.
+        var running = false
+        /// Guarded by the monitor: its client went away; no further transaction starts for it.
+        var dismissed = false
+        /// Guarded by the monitor: the conversation of the transaction running for it.
+        var conversation: PinentryConversation?
+        init(description: String, pid: Int32, services: [String]) {
             self.description = description
             self.pid = pid
+            self.services = services
         }
     }
 
@@ -72,16 +88,20 @@ package final class UserPresence: Sendable {
         return value
     }
 
+    /// How often a request waiting for its check looks whether its client is still connected.
+    static let hangUpInterval = 0.25
+
     /// Asks the user for `requirement`: the checks that passed, or the request's error
-    /// (errSecUserCanceled, errSecAuthFailed, errSecInteractionNotAllowed).
-    func check(_ requirement: UserCheckRequirement, caller: Caller) throws(SecError) -> Set<UserCheckKind> {
-        // Biometry has no stack of its own yet, and a companion device none at all: such a constraint
-        // fails as Apple's does when no biometry is enrolled.
-        for constraint in requirement.constraints where !constraint.isSatisfied(by: Self.stackChecks) {
-            throw SecError(SecStatus.authFailed, "the item needs a check this system cannot make (biometry, companion)")
-        }
+    /// (errSecUserCanceled, errSecAuthFailed, errSecInteractionNotAllowed). `clientGone` says whether the
+    /// asking client closed its connection: its check is then dismissed (taken out of the queue, or its
+    /// prompt stopped, which ends the PAM transaction), and the next one goes on.
+    func check(_ requirement: UserCheckRequirement, caller: Caller, clientGone: () -> Bool = { false })
+        throws(SecError) -> Set<UserCheckKind>
+    {
+        let plan = try Self.plan(requirement.constraints, biometry: biometryConfigured())
         guard user != nil else { throw SecError(SecStatus.authFailed, "the agent's user has no name") }
-        let job = Job(description: Self.description(requirement, caller: caller), pid: caller.pid)
+        let job = Job(
+            description: Self.description(requirement, caller: caller), pid: caller.pid, services: plan.services)
         let admitted = monitor.locked { () -> (queued: Bool, startWorker: Bool) in
             guard queue.count < Self.maximumWaiting,
                 queue.filter({ $0.pid == caller.pid }).count < Self.maximumWaitingPerProcess
@@ -95,14 +115,35 @@ package final class UserPresence: Sendable {
         }
         if admitted.startWorker { startWorker() }
         // Bounded: each of the prompter's answers has its timeout, and the stack at most
-        // `PAMUserCheck.maximumQuestions` of them; the worker always finishes the job.
-        monitor.wait { job.outcome != nil }
+        // `PAMUserCheck.maximumQuestions` of them; the worker always finishes the job. Meanwhile the
+        // client's connection is watched, so a program that is gone does not keep its prompt up.
+        while !monitor.wait(timeout: Self.hangUpInterval, until: { job.outcome != nil }) {
+            guard clientGone() else { continue }
+            dismiss(job)
+            throw SecError(SecStatus.userCanceled, "the client closed its connection; its user check was dismissed")
+        }
         switch monitor.locked({ job.outcome! }) {
-        case .passed: return Self.stackChecks
+        case .passed: return plan.passed
         case .cancelled: throw SecError(SecStatus.userCanceled, "the user check was cancelled or timed out")
         case .noInteraction: throw SecError(SecStatus.interactionNotAllowed, "the user check could not be shown")
         case .failed: throw SecError(SecStatus.authFailed, "the user check failed")
         }
+    }
+
+    /// Dismisses `job`, whose client went away: a queued job leaves the queue; a running one has its
+    /// prompter stopped, which fails the PAM conversation and so ends the transaction.
+    private func dismiss(_ job: Job) {
+        let conversation = monitor.locked { () -> PinentryConversation? in
+            job.dismissed = true
+            guard job.running else {
+                queue.removeAll { $0 === job }
+                job.outcome = .cancelled
+                return nil
+            }
+            return job.conversation
+        }
+        conversation?.cancel()
+        AgentLog.info("user check for pid \(job.pid) dismissed: its client closed the connection")
     }
 
     /// Runs the queued checks in order until none is left; one worker at a time.
@@ -110,12 +151,27 @@ package final class UserPresence: Sendable {
         let started = startDetachedThread { [self] in
             while let job = monitor.locked({ () -> Job? in
                 if queue.isEmpty { working = false }
+                queue.first?.running = true
                 return queue.first
             }) {
-                let conversation = PinentryConversation(prompter: prompter, description: job.description)
-                let outcome = PAMUserCheck.run(
-                    service: Self.service, directory: directory, user: user ?? "", conversation: conversation)
-                conversation.close()
+                var outcome = PAMUserCheck.Outcome.failed
+                for service in job.services {
+                    let conversation = PinentryConversation(prompter: prompter, description: job.description)
+                    let dismissed = monitor.locked { () -> Bool in
+                        job.conversation = conversation
+                        return job.dismissed
+                    }
+                    if dismissed {
+                        outcome = .cancelled
+                        break
+                    }
+                    outcome = PAMUserCheck.run(
+                        service: service, directory: directory, user: user ?? "", conversation: conversation)
+                    monitor.locked { job.conversation = nil }
+                    conversation.close()
+                    // `.and`: both transactions must pass; the first that does not ends the check.
+                    if outcome != .passed { break }
+                }
                 monitor.locked {
                     job.outcome = outcome
                     queue.removeFirst()
@@ -133,15 +189,79 @@ package final class UserPresence: Sendable {
         }
     }
 
-    /// The prompt's text: which program asks, and its reason (`kSecUseOperationPrompt`).
+    /// Which stacks one check runs, and what passing them all proves: the password stack alone when it
+    /// satisfies every constraint (`.userPresence`, `.devicePasscode`, an `.or` with either), else the
+    /// biometry stack alone, else both (an `.and` of biometry and the password). A constraint neither can
+    /// satisfy (a companion device), or biometry without its stack, fails as Apple's does when no
+    /// biometry is enrolled: errSecAuthFailed, without asking.
+    static func plan(_ constraints: [AccessConstraint], biometry: Bool) throws(SecError)
+        -> (services: [String], passed: Set<UserCheckKind>)
+    {
+        func satisfied(_ passed: Set<UserCheckKind>) -> Bool { constraints.allSatisfy { $0.isSatisfied(by: passed) } }
+        if satisfied(stackChecks) { return ([service], stackChecks) }
+        guard biometry else {
+            throw SecError(
+                SecStatus.authFailed,
+                "the item needs a check this system cannot make (no \(biometryService) PAM service, or a companion)")
+        }
+        if satisfied(biometryChecks) { return ([biometryService], biometryChecks) }
+        let both = stackChecks.union(biometryChecks)
+        if satisfied(both) { return ([biometryService, service], both) }
+        throw SecError(SecStatus.authFailed, "the item needs a check this system cannot make (a companion device)")
+    }
+
+    /// Whether the `latchkey-biometry` service file exists (a regular file, through symbolic links as
+    /// Linux-PAM opens it). Only root can change /etc/pam.d, and `LATCHKEY_PAM_DIR` only a root agent honours.
+    private func biometryConfigured() -> Bool {
+        var info = stat()
+        let path = (directory ?? "/etc/pam.d") + "/" + Self.biometryService
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// The prompt's text: which program asks, what it wants to do with which items, and its reason
+    /// (`kSecUseOperationPrompt`). Every part the caller controls is sanitised and bounded.
     static func description(_ requirement: UserCheckRequirement, caller: Caller) -> String {
         var program = caller.executable ?? "process \(caller.pid)"
         if let application = caller.accessGroups.first, application != Caller.defaultAccessGroup {
             program = "\(application) (\(program))"
         }
-        var text = "\(printable(program, limit: 300)) wants to use a protected keychain item."
+        var text = "\(printable(program, limit: 300)) wants to \(action(requirement))."
         if let prompt = requirement.prompt, !prompt.isEmpty { text += "\n\n" + printable(prompt, limit: 500) }
         return text
+    }
+
+    /// "read the password “Mail”", "sign with the key “Signing key”", "change the passwords “a”, “b” and 2
+    /// more": the operation and the items it needs a check for.
+    static func action(_ requirement: UserCheckRequirement) -> String {
+        let verb =
+            switch requirement.operation {
+            case .read: "read"
+            case .change: "change"
+            case .sign: "sign with"
+            case .decrypt: "decrypt with"
+            case .exchange: "exchange keys with"
+            case .export: "export"
+            }
+        let total = max(requirement.items.count, requirement.names.count)
+        guard let first = requirement.names.first else {
+            return "\(verb) \(total == 1 ? "a protected keychain item" : "\(total) protected keychain items")"
+        }
+        let kinds = Set(requirement.names.map(\.itemClass))
+        var noun =
+            switch kinds.count == 1 ? first.itemClass : nil {
+            case .genericPassword?, .internetPassword?: "password"
+            case .key?: "key"
+            case .certificate?: "certificate"
+            default: "item"
+            }
+        if total > 1 { noun += "s" }
+        let names = requirement.names.map { name in
+            let shown = printable(name.name, limit: 120)
+            return "\u{201C}\(shown.isEmpty ? "(no name)" : shown)\u{201D}"
+        }
+        var list = names.joined(separator: ", ")
+        if total > names.count { list += " and \(total - names.count) more" }
+        return "\(verb) the \(noun) \(list)"
     }
 
     /// Caller-given text without what could make it look like something else: controls (C0 and C1),

@@ -59,10 +59,14 @@ package final class Bus {
     }
 
     /// Broadcasts a signal carrying `arguments`.
-    package func emitSignal(path: String, interface: String, member: String, _ arguments: [BusValue] = [])
-        throws(BusError)
-    {
+    package func emitSignal(
+        path: String, interface: String, member: String, _ arguments: [BusValue] = [], destination: String? = nil
+    ) throws(BusError) {
         let message = try signal(path: path, interface: interface, member: member)
+        // A signal for one client (a state that is that client's alone) goes to it only.
+        if let destination {
+            try check(sd_bus_message_set_destination(message.pointer, destination), "addressing a signal")
+        }
         try message.append(arguments)
         try send(message)
     }

@@ -206,7 +206,7 @@ struct Identities {
     /// SecItemUpdate of identities: the certificate's attributes, then the key's, in one transaction.
     func update(_ query: ItemQuery, _ changes: Changes) throws(SecError) {
         let pairs = try items.presence.admit(
-            try find(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt
+            try find(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt, operation: .change
         ) { [$0.certificate, $0.key] }
         guard !pairs.isEmpty else { throw SecError.notFound }
         do {

@@ -66,7 +66,11 @@ enum KeyOperations {
         guard let found = try items.find(query, limit: 1).first else { throw SecError.notFound }
         // Using a protected key (or exporting it) needs the user check, whatever kSecAccessControlPrivateKeyUsage
         // says: here the key's bytes are the item's secret (docs/ACCESS-CONTROL.md §2).
-        guard let item = try items.presence.admit([found], ui: .allow, prompt: request.prompt).first else {
+        guard
+            let item = try items.presence.admit(
+                [found], ui: .allow, prompt: request.prompt, operation: UserCheckOperation(request.operation)
+            ).first
+        else {
             throw SecError(SecStatus.interactionNotAllowed, "the key needs a user check")
         }
         let keyClass = item.attributes[SecAttr.keyClass]?.integerValue ?? KeyReference.classPublic

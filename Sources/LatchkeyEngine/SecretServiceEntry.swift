@@ -27,6 +27,9 @@ package struct SecretServiceMember {
     let row: StoreRow
     /// Nil while the item is locked.
     package let entry: SecretServiceEntry?
+    /// Whether the item's access control needs a user check the client has not passed: its secret
+    /// cannot be read now, though its attributes can.
+    package var awaitsUserCheck = false
 
     /// Whether the item's class key is not held, so it cannot be read now.
     package var locked: Bool { entry == nil }

@@ -70,8 +70,12 @@ extension SecretServiceStorage {
         }
         let filter = RowFilter(itemClass: genp, synchronizable: nil, allOfHashes: hashes, anyOfHashes: groups)
         if query.isEmpty {  // (then nothing is left to probe)
-            return try store.headers(matching: filter).filter { !excluded.contains($0.id) }.map {
-                SecretServiceMatch(id: $0.persistentRef, locked: !isHeld($0.protection))
+            // An item whose access control awaits a user check is locked for this client (§4c): only
+            // its sealed attributes tell, so the readable rows are opened.
+            return try store.rows(matching: filter).filter { !excluded.contains($0.id) }.map { row in
+                guard isHeld(row.protection) else { return SecretServiceMatch(id: row.persistentRef, locked: true) }
+                let item = try ItemSealer.open(row, keys: keys)
+                return SecretServiceMatch(id: row.persistentRef, locked: try awaitsUserCheck(item) != nil)
             }
         }
         // Items with their own Secret Service attributes come before items seen through the SecItem
@@ -86,7 +90,7 @@ extension SecretServiceStorage {
                 guard let item = try? ItemSealer.open(row, keys: keys), isVisible(item) else { continue }
                 let data = SecretServiceMapping.data(of: item.attributes, sealed: item.secretService)
                 guard data.collection == collection, data.attributes.contains(query) else { continue }
-                let match = SecretServiceMatch(id: row.persistentRef, locked: false)
+                let match = SecretServiceMatch(id: row.persistentRef, locked: try awaitsUserCheck(item) != nil)
                 if item.secretService != nil { own.append(match) } else { viewed.append(match) }
             } else if try store.carriesAll(probedWhenLocked, item: row.id) {
                 // Matched on its hashes alone.

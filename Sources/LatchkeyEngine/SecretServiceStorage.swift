@@ -12,13 +12,14 @@ extension Keychain {
     /// one snapshot and one pair of file locks instead of taking and dropping them each (a search is five
     /// statements). Errors thrown by `body` are mapped to `SecError`s as the engine's own are.
     package func withSecretServiceStorage<T>(
-        _ request: AccessRequest, reading: Bool = false,
+        _ request: AccessRequest, reading: Bool = false, userChecks: UserCheckGrants.Client? = nil,
         _ body: (SecretServiceStorage) throws -> T
     ) throws(SecError) -> T {
         let admitted = try gate.admit(request)
         return try lockState.withStore { (store, keys) throws(SecError) -> T in
             let storage = SecretServiceStorage(
-                store: store, keys: keys, admitted: admitted, scope: gate.scope(for: admitted.caller))
+                store: store, keys: keys, admitted: admitted, scope: gate.scope(for: admitted.caller),
+                userChecks: userChecks)
             do {
                 if reading {
                     // Usually there is nothing to re-index: then the check shares the read transaction.
@@ -49,6 +50,9 @@ package struct SecretServiceStorage {
     /// The access groups whose items the request sees (`GroupScope`): lookups select rows by the keyed
     /// hashes of their `agrp`, and every opened item is checked against its sealed one.
     let scope: GroupScope
+    /// The user checks the calling bus client passed (nil: none); an item whose access control needs a
+    /// check is locked for it unless one covers the item.
+    var userChecks: UserCheckGrants.Client? = nil
 
     /// HKDF label of the key that seals the service state (docs/SECRET-SERVICE.md §4).
     static let stateKeyInfo = Array("latchkey secret-service v1".utf8)
@@ -175,7 +179,8 @@ package struct SecretServiceStorage {
             let data = entry.data
             // An item of a collection deleted meanwhile (none is left behind by deleteCollection) counts as login's.
             let owner = collections.contains(data.collection) ? data.collection : login
-            return owner == collection ? SecretServiceMember(row: row, entry: entry) : nil
+            guard owner == collection else { return nil }
+            return SecretServiceMember(row: row, entry: entry, awaitsUserCheck: try awaitsUserCheck(item) != nil)
         }
         // Locked: its group by the keyed hash of its `agrp`.
         guard try isVisible(rowWithID: id) else { return nil }
@@ -209,16 +214,49 @@ package struct SecretServiceStorage {
 
     /// An opened item's secret.
     package func secret(of entry: SecretServiceEntry) throws(SecError) -> [UInt8] {
-        try Self.refuseProtected(entry)
+        try refuseUnchecked(entry)
         return try ItemSealer.openSecret(entry.item)
     }
 
-    /// The Secret Service cannot ask for a user check yet (docs/ACCESS-CONTROL.md §6): the secret of an
-    /// item with a constraining `kSecAttrAccessControl` is not read or changed through it.
-    static func refuseProtected(_ entry: SecretServiceEntry) throws(SecError) {
-        if try entry.item.accessControl()?.needsUserCheck == true {
+    /// The constraint of `item` when its access control needs a user check that the calling client has
+    /// not passed (`userChecks`); nil when it may be read. The Secret Service's one decision about user
+    /// presence, made here as `PresenceGate` makes it for SecItem requests (docs/SECRET-SERVICE.md §4c).
+    func awaitsUserCheck(_ item: OpenItem) throws(SecError) -> AccessConstraint? {
+        guard let constraint = try item.accessControl()?.constraint else { return nil }
+        if let userChecks, userChecks.grants.covers(item.persistentRef, constraint, client: userChecks.name) {
+            return nil
+        }
+        return constraint
+    }
+
+    /// The secret of an item whose access control needs a user check is not read or changed through the
+    /// Secret Service until the client passed it (an `Unlock` of the item): IsLocked until then.
+    func refuseUnchecked(_ entry: SecretServiceEntry) throws(SecError) {
+        if try awaitsUserCheck(entry.item) != nil {
             throw SecError(SecStatus.interactionNotAllowed, "the item needs a user check (kSecAttrAccessControl)")
         }
+    }
+
+    /// What an `Unlock` of `ids` needs the user to pass: the items among them (of this caller's scope,
+    /// with their class key held) whose access control needs a check the client has not passed; nil when
+    /// there is none.
+    package func userCheckRequirement(for ids: [[UInt8]]) throws -> UserCheckRequirement? {
+        var items: [[UInt8]] = []
+        var constraints: [AccessConstraint] = []
+        var names: [UserCheckItemName] = []
+        for id in ids where id.count == 16 && !items.contains(id) {
+            guard let row = try store.row(persistentRef: id), row.itemClass == Int(ItemClass.genericPassword.rawValue),
+                isHeld(row.protection)
+            else { continue }
+            let item = try ItemSealer.open(row, keys: keys)
+            guard isVisible(item), let constraint = try awaitsUserCheck(item) else { continue }
+            items.append(id)
+            if !constraints.contains(constraint) { constraints.append(constraint) }
+            if names.count < UserCheckItemName.maximum { names.append(UserCheckItemName(item)) }
+        }
+        guard !items.isEmpty else { return nil }
+        return UserCheckRequirement(
+            serial: 0, items: items, constraints: constraints, prompt: nil, operation: .read, names: names)
     }
 
     /// Adds a new WhenUnlocked generic password to the collection `data` names, in the access group the
@@ -265,7 +303,7 @@ package struct SecretServiceStorage {
         _ entry: SecretServiceEntry, attributes: SecDictionary, data: SecretServiceData,
         secret: [UInt8]?
     ) throws {
-        try Self.refuseProtected(entry)
+        try refuseUnchecked(entry)
         guard let secret else {
             // Only resealed, never returned: wiped once written.
             var kept = try ItemSealer.openSecret(entry.item)

@@ -14,6 +14,49 @@ package struct UserCheckRequirement: Sendable, Equatable {
     package let constraints: [AccessConstraint]
     /// `kSecUseOperationPrompt`, when the request gave one.
     package let prompt: String?
+    /// What the request wants to do with the items, for the prompt.
+    package var operation: UserCheckOperation = .read
+    /// The items as the prompt names them (`UserCheckItemName`), at most `UserCheckItemName.maximum`;
+    /// `items.count` says how many there are in all.
+    package var names: [UserCheckItemName] = []
+}
+
+/// What a request wants to do with the items that need a check, as the prompt says it.
+package enum UserCheckOperation: String, Sendable, Equatable {
+    case read, change, sign, decrypt, exchange, export
+
+    /// The use of a protected key: the key operation's own word.
+    init(_ operation: KeyOperation) {
+        switch operation {
+        case .sign: self = .sign
+        case .decrypt: self = .decrypt
+        case .exchange: self = .exchange
+        case .export: self = .export
+        }
+    }
+}
+
+/// An item as a prompt names it: its kind and its label, else what identifies it (service and account,
+/// server and account). Caller-controlled text: the prompt sanitises and bounds it before showing it.
+package struct UserCheckItemName: Sendable, Equatable {
+    /// The prompt names at most this many items; the rest are counted.
+    package static let maximum = 3
+    package let itemClass: ItemClass
+    package let name: String
+
+    init(_ item: OpenItem) {
+        itemClass = item.itemClass
+        func text(_ key: String) -> String? {
+            guard case .string(let value)? = item.attributes[key], !value.isEmpty else { return nil }
+            return value
+        }
+        if let label = text(SecAttr.label) {
+            name = label
+        } else {
+            let primary = text(item.itemClass == .internetPassword ? SecAttr.server : SecAttr.service)
+            name = [primary, text(SecAttr.account)].compactMap { $0 }.joined(separator: " / ")
+        }
+    }
 }
 
 /// One request's user checks: made by the request layer for one request, given to each engine call
@@ -59,11 +102,15 @@ package final class UserCheckSession: Sendable {
     }
 
     /// Records a new requirement and returns the error that carries the request back to the agent.
-    func require(items: [[UInt8]], constraints: [AccessConstraint], prompt: String?) -> SecError {
+    func require(
+        items: [[UInt8]], constraints: [AccessConstraint], prompt: String?, operation: UserCheckOperation = .read,
+        names: [UserCheckItemName] = []
+    ) -> SecError {
         state.withLock { state in
             state.serial &+= 1
             state.pending = UserCheckRequirement(
-                serial: state.serial, items: items, constraints: constraints, prompt: prompt)
+                serial: state.serial, items: items, constraints: constraints, prompt: prompt, operation: operation,
+                names: names)
         }
         return SecError(SecStatus.authNeeded, "a user check is needed")
     }
@@ -81,17 +128,19 @@ struct PresenceGate {
     /// items whose secret the request would read, change or use. `.skip` leaves the elements out,
     /// `.fail` refuses, `.allow` asks (errSecAuthNeeded) unless the session's grant covers them.
     func admit<Element>(
-        _ elements: [Element], ui: AuthenticationUI, prompt: String?,
+        _ elements: [Element], ui: AuthenticationUI, prompt: String?, operation: UserCheckOperation = .read,
         protectedItems: (Element) -> [OpenItem]
     ) throws(SecError) -> [Element] {
         var kept: [Element] = []
         var needed: [(ref: [UInt8], constraint: AccessConstraint)] = []
+        var nameOf: [[UInt8]: UserCheckItemName] = [:]
         for element in elements {
             var uncovered: [(ref: [UInt8], constraint: AccessConstraint)] = []
             for item in protectedItems(element) {
                 guard let constraint = try item.accessControl()?.constraint else { continue }
                 if session?.covers(item.persistentRef, constraint) != true {
                     uncovered.append((item.persistentRef, constraint))
+                    if ui == .allow { nameOf[item.persistentRef] = UserCheckItemName(item) }
                 }
             }
             if uncovered.isEmpty {
@@ -119,12 +168,16 @@ struct PresenceGate {
             if !refs.contains(ref) { refs.append(ref) }
             if !constraints.contains(constraint) { constraints.append(constraint) }
         }
-        throw session.require(items: refs, constraints: constraints, prompt: prompt)
+        let names = refs.prefix(UserCheckItemName.maximum).compactMap { nameOf[$0] }
+        throw session.require(
+            items: refs, constraints: constraints, prompt: prompt, operation: operation, names: names)
     }
 
     /// `admit` for items whose secret the request needs, each one of them.
-    func admit(_ items: [OpenItem], ui: AuthenticationUI, prompt: String?) throws(SecError) -> [OpenItem] {
-        try admit(items, ui: ui, prompt: prompt) { [$0] }
+    func admit(_ items: [OpenItem], ui: AuthenticationUI, prompt: String?, operation: UserCheckOperation = .read)
+        throws(SecError) -> [OpenItem]
+    {
+        try admit(items, ui: ui, prompt: prompt, operation: operation) { [$0] }
     }
 }
 

@@ -1,5 +1,6 @@
 import LatchkeyApplications
 import LatchkeyEngine
+import LatchkeyModel
 
 #if canImport(Glibc)
     import Glibc
@@ -16,6 +17,23 @@ package protocol BusClientPolicy: Sendable {
     /// (`org.freedesktop.impl.portal.Secret`, docs/PORTAL.md): xdg-desktop-portal, named by an
     /// application file that grants it `Privileges=PortalSecrets`, and nothing else.
     func mayRetrievePortalSecrets(_ identity: CallerIdentity?) -> Bool
+
+    /// Asks the user for `requirement` on behalf of `caller` (an `Unlock` of items whose access control
+    /// needs the user present, docs/SECRET-SERVICE.md §4c): the agent's PAM transaction and prompt, as
+    /// for its socket's requests. Returns the checks that passed, or errSecUserCanceled,
+    /// errSecAuthFailed, errSecInteractionNotAllowed. `dismissed` says whether the prompt was dismissed
+    /// (its client left or called `Dismiss`): the check then ends. Blocks; never on the bus loop thread.
+    func checkUserPresence(_ requirement: UserCheckRequirement, for caller: Caller, dismissed: () -> Bool)
+        throws(SecError) -> Set<UserCheckKind>
+}
+
+extension BusClientPolicy {
+    /// Where the agent gives no policy, nobody can be asked.
+    package func checkUserPresence(_ requirement: UserCheckRequirement, for caller: Caller, dismissed: () -> Bool)
+        throws(SecError) -> Set<UserCheckKind>
+    {
+        throw SecError(SecStatus.interactionNotAllowed, "no user check can be asked for here")
+    }
 }
 
 /// Every bus client is an unlisted program of the user: it may use the `default` group only. What the

@@ -107,12 +107,12 @@ final class ItemObject: SecretServiceObject {
 
     private func readProperties() throws -> Properties {
         let info = try info()
-        guard !info.locked else { return .ofLockedItem }
+        guard !info.locked || info.awaitsUserCheck else { return .ofLockedItem }
         let read = { () throws(SecError) -> SecretServiceItem in try self.service.item(self.id, in: info.collection) }
         switch Result(catching: read) {
         case .success(let item):
             return Properties(
-                locked: false, attributes: item.attributes, label: item.label, created: item.created,
+                locked: info.locked, attributes: item.attributes, label: item.label, created: item.created,
                 modified: item.modified)
         case .failure(let error):
             // Locked between the two calls: as any locked item.

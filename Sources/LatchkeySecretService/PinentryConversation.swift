@@ -58,6 +58,12 @@ package final class PinentryConversation {
         }
     }
 
+    /// Dismisses the conversation from another thread (its client went away): stops the prompter now, or
+    /// as soon as it starts, so the question waiting on it, and those after it, fail at once.
+    package func cancel() {
+        cancellation.cancel()
+    }
+
     /// Ends the conversation: stops the prompter (and reaps it).
     package func close() {
         channel?.close()

@@ -49,6 +49,8 @@ final class PromptObject: SecretServiceObject {
         guard prompt.cancellation == nil else { return }  // already asking
         let n = n, service = service
         if !engine.lockState().collectionsLocked {
+            // The keychain is unlocked: what is left are items whose access control needs the user.
+            if try startUserCheck(prompt, call) { return }
             service.finish(n, .accepted, bus)  // unlocked meanwhile (a login, `latchkey unlock`)
             return
         }
@@ -82,6 +84,52 @@ final class PromptObject: SecretServiceObject {
             connection.perform { bus in service.finish(n, outcome, bus) }
         }
         if !started { service.finish(n, .failed("cannot start a thread for the prompt"), bus) }
+    }
+
+    /// Runs the user check of the items this `Unlock` names whose access control needs the user present
+    /// (docs/SECRET-SERVICE.md §4c), on a thread of its own; false when there is none. On success they are
+    /// unlocked for the prompt's owner for the reuse window.
+    private func startUserCheck(_ prompt: PromptRegistry.Prompt, _ call: BusMethodCall) throws -> Bool {
+        guard case .unlock(let objects) = prompt.action else { return false }
+        let ids = objects.compactMap { path -> [UInt8]? in
+            if case .item(_, let id)? = ObjectPath(path) { return id }
+            return nil
+        }
+        let owner = prompt.owner, n = n, service = service
+        let found = try service.serving(owner, bus) { () throws -> (UserCheckRequirement, Caller)? in
+            guard let requirement = try service.engine.userCheckRequirement(for: ids) else { return nil }
+            return (requirement, service.engine.caller)
+        }
+        guard let (requirement, caller) = found else { return false }
+        let cancellation = PromptCancellation()
+        prompt.cancellation = cancellation
+        let policy = service.policy, connection = service.connection, log = service.log
+        let started = startDetachedThread {
+            let outcome: PinentryPrompter.Outcome
+            do throws(SecError) {
+                let passed = try policy.checkUserPresence(requirement, for: caller) { cancellation.isCancelled }
+                outcome = .accepted
+                connection.perform { bus in
+                    guard service.userChecks.grant(requirement.items, passed: passed, to: owner) else {
+                        service.finish(n, .failed("the client holds too many unlocked items"), bus)
+                        return
+                    }
+                    let paths = objects.filter { path in
+                        if case .item(_, let id)? = ObjectPath(path) { return requirement.items.contains(id) }
+                        return false
+                    }
+                    service.userCheckGranted(paths, to: owner, bus)
+                    service.finish(n, outcome, bus)
+                }
+                return
+            } catch {
+                log.info("Secret Service: user check: \(error.detail ?? "status \(error.status)")")
+                outcome = error.status == SecStatus.authFailed ? .rejected : .cancelled
+            }
+            connection.perform { bus in service.finish(n, outcome, bus) }
+        }
+        if !started { service.finish(n, .failed("cannot start a thread for the prompt"), bus) }
+        return true
     }
 
     func dismiss(_ call: BusMethodCall) throws {

@@ -11,9 +11,12 @@ import LatchkeyEngine
 /// group `default`, what `engine` is between calls), never as the client whose call caused them:
 /// another group's items are never listed or described in a signal (docs/SECRET-SERVICE.md §4b).
 extension SecretService {
-    func emit(_ bus: Bus, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue]) {
+    func emit(
+        _ bus: Bus, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue],
+        destination: String? = nil
+    ) {
         do {
-            try bus.emitSignal(path: path, interface: interface, member: member, arguments)
+            try bus.emitSignal(path: path, interface: interface, member: member, arguments, destination: destination)
         } catch {
             log.warning("Secret Service: cannot emit \(member): \(error)")
         }
@@ -21,7 +24,7 @@ extension SecretService {
 
     func propertiesChanged(
         _ bus: Bus, _ path: String, _ interface: String, changed: [(String, BusValue)] = [],
-        invalidated: [String] = []
+        invalidated: [String] = [], destination: String? = nil
     ) {
         emit(
             bus, path, SS.Interface.properties, "PropertiesChanged",
@@ -29,7 +32,7 @@ extension SecretService {
                 .string(interface),
                 .dictionary(keyType: "s", valueType: "v", changed.map { (.string($0.0), .variant($0.1)) }),
                 .strings(invalidated),
-            ])
+            ], destination: destination)
     }
 
     /// Runs `body` as an unlisted program, whoever's call is being served: what broadcast signals

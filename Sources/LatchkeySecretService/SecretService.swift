@@ -51,6 +51,12 @@ package final class SecretService: @unchecked Sendable {
     let busCallers = BusCallers()
     /// The caller of the call being served (`serving`); nil between calls.
     private var requestCaller: Caller?
+    /// The unique name of the client whose call is being served; nil between calls.
+    private var requestSender: String?
+    /// The items each client unlocked by passing their user check (docs/SECRET-SERVICE.md §4c).
+    let userChecks = UserCheckGrants()
+    /// The item paths each client unlocked that way, for the signals when they lock again.
+    var grantedPaths: [String: Set<String>] = [:]
     /// The caller each client was last served as, reused for `decisionLifetime` (by unique name).
     private var decidedCallers: [String: (caller: Caller, until: ContinuousClock.Instant)] = [:]
     /// How long a client's caller is reused: the agent looks at the application files no more often.
@@ -157,15 +163,18 @@ package final class SecretService: @unchecked Sendable {
     /// The engine as the client of the call being served may use it (its access groups, from `policy`);
     /// between calls (lock-state changes, signals about SecItem changes), as an unlisted program.
     var engine: SecretServiceKeychain {
-        SecretServiceKeychain(keychain: keychain, caller: requestCaller ?? policy.caller(ofBusClient: nil))
+        SecretServiceKeychain(
+            keychain: keychain, caller: requestCaller ?? policy.caller(ofBusClient: nil),
+            userChecks: requestSender.map { UserCheckGrants.Client(userChecks, name: $0) })
     }
 
     /// Runs `body` as a call of `sender` (a unique name): `engine` is then that client's. Every call is
     /// served inside one, and so is what a prompt does when it completes (for the client that made it).
     func serving<T>(_ sender: String?, _ bus: Bus, _ body: () throws -> T) rethrows -> T {
-        let outer = requestCaller
+        let outer = (requestCaller, requestSender)
         requestCaller = caller(of: sender, bus)
-        defer { requestCaller = outer }
+        requestSender = sender
+        defer { (requestCaller, requestSender) = outer }
         return try body()
     }
 
@@ -324,6 +333,8 @@ package final class SecretService: @unchecked Sendable {
         pendingSearches.removeAll(owner: name)
         busCallers.forget(name)
         decidedCallers[name] = nil
+        userChecks.forget(client: name)
+        grantedPaths[name] = nil
     }
 
     /// "pid 812 (gnome-keyring-d, /usr/bin/gnome-keyring-daemon)" for the owner of `name`, as far as

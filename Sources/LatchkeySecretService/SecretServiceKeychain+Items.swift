@@ -41,7 +41,9 @@ extension SecretServiceKeychain {
             else {
                 return nil
             }
-            return SecretServiceItemInfo(id: id, collection: collection, locked: member.locked)
+            return SecretServiceItemInfo(
+                id: id, collection: collection, locked: member.locked || member.awaitsUserCheck,
+                awaitsUserCheck: !member.locked && member.awaitsUserCheck)
         }
     }
 

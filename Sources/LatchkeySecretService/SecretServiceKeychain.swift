@@ -28,10 +28,18 @@ package struct SecretServiceKeychain: Sendable {
     let keychain: Keychain
     /// Who the requests are made for.
     let caller: Caller
+    /// The user checks the calling bus client passed (docs/SECRET-SERVICE.md §4c).
+    let userChecks: UserCheckGrants.Client?
 
-    init(keychain: Keychain, caller: Caller) {
+    init(keychain: Keychain, caller: Caller, userChecks: UserCheckGrants.Client? = nil) {
         self.keychain = keychain
         self.caller = caller
+        self.userChecks = userChecks
+    }
+
+    /// What unlocking the items `ids` needs the user to pass (their access control); nil when nothing.
+    func userCheckRequirement(for ids: [[UInt8]]) throws(SecError) -> UserCheckRequirement? {
+        try withStorage(.readAttributes, reading: true) { storage in try storage.userCheckRequirement(for: ids) }
     }
 
     /// Runs `body` with the engine's storage as one request of `kind` (see `Keychain.withSecretServiceStorage`).
@@ -41,7 +49,7 @@ package struct SecretServiceKeychain: Sendable {
     ) throws(SecError) -> T {
         try keychain.withSecretServiceStorage(
             AccessRequest(kind, caller: caller, itemClass: .genericPassword),
-            reading: reading, body)
+            reading: reading, userChecks: userChecks, body)
     }
 
     /// The collections and aliases stored, or the initial ones.

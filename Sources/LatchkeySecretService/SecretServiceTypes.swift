@@ -39,8 +39,11 @@ package struct SecretServiceItemInfo: Sendable, Equatable {
     /// The item's persistent reference UUID (16 bytes).
     package var id: [UInt8]
     package var collection: String
-    /// Whether the item's class key is not held.
+    /// Whether the item's class key is not held, or its access control awaits a user check of this client.
     package var locked: Bool
+    /// Whether it is locked by its access control alone (docs/SECRET-SERVICE.md §4c): its label and
+    /// attributes can be read, its secret not.
+    package var awaitsUserCheck = false
 }
 
 /// An opened Secret Service item (its secret stays sealed until asked for).

@@ -49,12 +49,13 @@ struct AddGenericPassword: ParsableCommand {
         guard !attributes.groups.allGroups else {
             throw ValidationError("--all-groups is for finds, deletes and dumps; name one group with --access-group")
         }
+        attributes.interaction.apply()
         try attributes.groups.authorize()
         var primaryKey = attributes.keyAttributes
         primaryKey[kSecClass as String] = kSecClassGenericPassword
         primaryKey[kSecAttrService as String] = service
         primaryKey[kSecAttrAccount as String] = account
-        var changes = attributes.changes
+        var changes = try attributes.changesWithAccessControl()
         if let generic { changes[kSecAttrGeneric as String] = generic }
 
         let secret: NSMutableData?

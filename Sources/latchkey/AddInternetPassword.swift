@@ -45,6 +45,7 @@ struct AddInternetPassword: ParsableCommand {
         guard !attributes.groups.allGroups else {
             throw ValidationError("--all-groups is for finds, deletes and dumps; name one group with --access-group")
         }
+        attributes.interaction.apply()
         try attributes.groups.authorize()
         var primaryKey = item.primaryKey.merging(attributes.keyAttributes) { _, new in new }
         primaryKey[kSecClass as String] = kSecClassInternetPassword
@@ -57,6 +58,7 @@ struct AddInternetPassword: ParsableCommand {
         }
         defer { secret?.wipe() }
         try addOrUpdate(
-            primaryKey: primaryKey, attributes: attributes.changes, secret: secret, update: attributes.update)
+            primaryKey: primaryKey, attributes: try attributes.changesWithAccessControl(), secret: secret,
+            update: attributes.update)
     }
 }

@@ -48,7 +48,11 @@ struct DeleteCertificate: ParsableCommand {
         }
     }
 
+    @OptionGroup
+    var interaction: InteractionOptions
+
     func run() throws {
+        interaction.apply()
         let target = try findOne()
         let title = ItemPrinter.quoted(target.summary)
         let keyQuery: [String: Any] = [

@@ -33,18 +33,37 @@ struct DumpKeychain: ParsableCommand {
     @OptionGroup
     var groups: AccessGroupOptions
 
+    @OptionGroup
+    var interaction: InteractionOptions
+
     func run() throws {
+        interaction.apply()
         try groups.authorize()
         var entries: [Entry] = []
         var lockedClasses: Set<String> = []
+        var withheld: Set<Data> = []
         for (order, itemClass) in [kSecClassGenericPassword, kSecClassInternetPassword].enumerated() {
-            let (items, locked) = try fetch(itemClass)
+            var (items, locked) = try fetch(itemClass, withData: withPasswords)
             lockedClasses.formUnion(locked)
+            if withPasswords && !Interaction.allowed {
+                // --no-ui reads passwords with kSecUseAuthenticationUISkip, which leaves out the items
+                // that need the user present: they are listed too, from their attributes (which need no
+                // check), without a password.
+                let read = Set(items.compactMap { $0[kSecValuePersistentRef as String] as? Data })
+                let missing = try fetch(itemClass, withData: false).0.filter {
+                    ($0[kSecValuePersistentRef as String] as? Data).map { !read.contains($0) } ?? false
+                }
+                withheld.formUnion(missing.compactMap { $0[kSecValuePersistentRef as String] as? Data })
+                items += missing
+            }
             for attributes in items {
                 let name =
                     (attributes[(order == 0 ? kSecAttrService : kSecAttrServer) as String]).map(ItemPrinter.typed) ?? ""
                 let account = attributes[kSecAttrAccount as String].map(ItemPrinter.typed) ?? ""
-                let secret = withPasswords ? (attributes[kSecValueData as String] as? Data ?? Data()) : nil
+                let ref = attributes[kSecValuePersistentRef as String] as? Data
+                let secret =
+                    withPasswords && !(ref.map(withheld.contains) ?? false)
+                    ? (attributes[kSecValueData as String] as? Data ?? Data()) : nil
                 let text = ItemPrinter.render(itemClass: itemClass as String, attributes: attributes, secret: secret)
                 entries.append(Entry(sortKey: [String(order), name, account, text], text: text))
             }
@@ -52,21 +71,33 @@ struct DumpKeychain: ParsableCommand {
         entries.sort { $0.sortKey.lexicographicallyPrecedes($1.sortKey) }
         print(entries.map(\.text).joined(separator: "\n"), terminator: "")
 
-        guard lockedClasses.isEmpty else {
-            let names = Accessibility.allPdmn.filter(lockedClasses.contains)
-                .map { "\(KeychainControl.displayName(pdmn: $0)) (\($0))" }
-            let exitCode = failure("SecItemCopyMatching", errSecInteractionNotAllowed, detail: nil)
-            printError("note: items of these locked classes are not shown: \(names.joined(separator: ", "))")
+        // The items shown without a password (--no-ui) fail the command like the locked classes do.
+        if !withheld.isEmpty {
+            let exitCode = failure(
+                "SecItemCopyMatching", errSecInteractionNotAllowed,
+                detail: "\(withheld.count) item\(withheld.count == 1 ? " needs" : "s need") a user check; "
+                    + "shown without a password")
+            guard lockedClasses.isEmpty else { throw lockedFailure(lockedClasses) }
             throw exitCode
         }
+        guard lockedClasses.isEmpty else { throw lockedFailure(lockedClasses) }
+    }
+
+    /// Reports the locked classes whose items are not shown; returns the exit code to throw.
+    func lockedFailure(_ lockedClasses: Set<String>) -> ExitCode {
+        let names = Accessibility.allPdmn.filter(lockedClasses.contains)
+            .map { "\(KeychainControl.displayName(pdmn: $0)) (\($0))" }
+        let exitCode = failure("SecItemCopyMatching", errSecInteractionNotAllowed, detail: nil)
+        printError("note: items of these locked classes are not shown: \(names.joined(separator: ", "))")
+        return exitCode
     }
 
     /// The attributes of every item of a class, and which accessibility classes were locked.
     ///
     /// One query first; a locked class anywhere makes SecItemCopyMatching fail as a whole with
     /// errSecInteractionNotAllowed, so then it asks class by class to show what is readable.
-    func fetch(_ itemClass: CFString) throws(ExitCode) -> ([[String: Any]], Set<String>) {
-        let (status, items) = query(itemClass, accessible: nil)
+    func fetch(_ itemClass: CFString, withData: Bool) throws(ExitCode) -> ([[String: Any]], Set<String>) {
+        let (status, items) = query(itemClass, accessible: nil, withData: withData)
         switch status {
         case errSecSuccess: return (items, [])
         case errSecItemNotFound: return ([], [])
@@ -76,7 +107,7 @@ struct DumpKeychain: ParsableCommand {
         var all: [[String: Any]] = []
         var locked: Set<String> = []
         for pdmn in Accessibility.allPdmn {
-            let (status, items) = query(itemClass, accessible: pdmn)
+            let (status, items) = query(itemClass, accessible: pdmn, withData: withData)
             switch status {
             case errSecSuccess: all += items
             case errSecItemNotFound: continue
@@ -88,11 +119,15 @@ struct DumpKeychain: ParsableCommand {
     }
 
     /// Every item of `itemClass` (of one accessibility class, if given) with its attributes.
-    func query(_ itemClass: CFString, accessible: String?) -> (OSStatus, [[String: Any]]) {
+    func query(_ itemClass: CFString, accessible: String?, withData: Bool) -> (OSStatus, [[String: Any]]) {
         var query = ItemQuery.make(itemClass, groups.filter)
         query[kSecMatchLimit as String] = kSecMatchLimitAll
         query[kSecReturnAttributes as String] = kCFBooleanTrue
-        if withPasswords { query[kSecReturnData as String] = kCFBooleanTrue }
+        query[kSecReturnPersistentRef as String] = kCFBooleanTrue
+        if withData {
+            query[kSecReturnData as String] = kCFBooleanTrue
+            if !Interaction.allowed { query[kSecUseAuthenticationUI as String] = kSecUseAuthenticationUISkip }
+        }
         if let accessible { query[kSecAttrAccessible as String] = accessible }
         var result: CFTypeRef?
         let status = SecItemCopyMatching(query as CFDictionary, &result)

@@ -99,7 +99,11 @@ struct ExportCommand: ParsableCommand {
         }
     }
 
+    @OptionGroup
+    var interaction: InteractionOptions
+
     func run() throws {
+        interaction.apply()
         let passphrase = Passphrase(passphrase)
         var encoder = ExportEncoder(format: effectiveFormat, passphrase: passphrase)
         var keyFilters = filters.keyFilters(type: keyType)

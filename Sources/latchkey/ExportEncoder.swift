@@ -103,6 +103,7 @@ struct ExportEncoder {
         -> SecretBytes
     {
         holdsSecret = true
+        try Interaction.checkKeyUse(attributes, what: what)
         var error: Unmanaged<CFError>?
         guard let data = SecKeyCopyExternalRepresentation(key, &error) else { throw exportFailure(what, error) }
         let bytes = SecretBytes(copying: UnsafeRawBufferPointer(start: data.bytes, count: data.length))
@@ -138,6 +139,7 @@ struct ExportEncoder {
         _ identity: (certificate: StoredCertificate, key: SecKey, attributes: [String: Any]), destination: String
     ) throws(ExitCode) -> SecretBytes {
         let what = "private key of \(ItemPrinter.quoted(identity.certificate.summary))"
+        try Interaction.checkKeyUse(identity.attributes, what: what)
         var error: Unmanaged<CFError>?
         guard let data = SecKeyCopyExternalRepresentation(identity.key, &error) else {
             throw exportFailure(what, error)

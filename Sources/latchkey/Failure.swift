@@ -46,6 +46,10 @@ func controlFailure(_ function: String, _ error: KeychainControl.Failure) -> Exi
 /// What the user can do about a status, for the few that have an obvious remedy.
 func hint(for status: OSStatus, detail: String?) -> String? {
     switch status {
+    case errSecInteractionNotAllowed where Interaction.refusedCheck(status, detail: detail):
+        Interaction.allowed
+            ? "the item needs the user present, and nobody could be asked"
+            : "the item needs the user present (its access control), and --no-ui forbids asking"
     case errSecInteractionNotAllowed: "the keychain is locked; run 'latchkey unlock'"
     case errSecNoDefaultKeychain: "run 'latchkey init' to create a keychain"
     // An agent at its limits answers errSecNotAvailable itself, with a detail starting "latchkeyd is busy"

@@ -49,7 +49,11 @@ struct FindCertificate: ParsableCommand {
     @Flag(name: .customShort("m"), help: "Print the certificate's email addresses.")
     var showEmails = false
 
+    @OptionGroup
+    var interaction: InteractionOptions
+
     func run() throws {
+        interaction.apply()
         var found = try CertificateSearch.find(name: name, email: email)
         guard !found.isEmpty else { throw failure("SecItemCopyMatching", errSecItemNotFound, detail: nil) }
         if !all { found = [found[0]] }

@@ -31,7 +31,11 @@ struct FindGenericPassword: ParsableCommand {
     @OptionGroup
     var groups: AccessGroupOptions
 
+    @OptionGroup
+    var interaction: InteractionOptions
+
     func run() throws {
+        interaction.apply()
         try groups.authorize()
         var filters: [String: Any] = [:]
         if let service { filters[kSecAttrService as String] = service }

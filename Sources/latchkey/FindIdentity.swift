@@ -36,7 +36,11 @@ struct FindIdentity: ParsableCommand {
             valueName: "name"))
     var name: String?
 
+    @OptionGroup
+    var interaction: InteractionOptions
+
     func run() throws {
+        interaction.apply()
         var lines: [String] = []
         var identities = try KeychainList.items(kSecClassIdentity, [:]).compactMap {
             item -> (StoredCertificate, [String: Any])? in

@@ -23,7 +23,11 @@ struct FindInternetPassword: ParsableCommand {
     @OptionGroup
     var groups: AccessGroupOptions
 
+    @OptionGroup
+    var interaction: InteractionOptions
+
     func run() throws {
+        interaction.apply()
         try groups.authorize()
         var filters = item.filters
         if let label { filters[kSecAttrLabel as String] = label }

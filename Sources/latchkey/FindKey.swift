@@ -33,7 +33,11 @@ struct FindKey: ParsableCommand {
     @Flag(name: .customShort("a"), help: "Print every matching key, not only the first.")
     var all = false
 
+    @OptionGroup
+    var interaction: InteractionOptions
+
     func run() throws {
+        interaction.apply()
         var query = ItemQuery.make(kSecClassKey, filters.keyFilters(type: type))
         query[kSecMatchLimit as String] = all ? kSecMatchLimitAll : kSecMatchLimitOne
         query[kSecReturnAttributes as String] = kCFBooleanTrue

@@ -56,9 +56,13 @@ struct GenerateKey: ParsableCommand {
     @Flag(name: .customLong("public-too"), help: "Also store the public key as a keychain item.")
     var publicToo = false
 
+    @Option(name: .customLong("access-control"), help: AccessControlWords.help)
+    var accessControl: String?
+
     var bits: Int { size ?? (type == .ec ? 256 : 3072) }
 
     func validate() throws {
+        if let accessControl { _ = try AccessControlWords.parse(accessControl) }
         switch type {
         case .ec:
             guard [256, 384, 521].contains(bits) else { throw ValidationError("EC keys are 256, 384 or 521 bits") }
@@ -75,6 +79,12 @@ struct GenerateKey: ParsableCommand {
         if let tag { common[kSecAttrApplicationTag as String] = Data(tag.utf8) }
         var privateAttributes = common
         if nonExtractable { privateAttributes[kSecAttrIsExtractable as String] = kCFBooleanFalse }
+        if let accessControl {
+            // The private key only: the public key is public (Apple's Secure Enclave keys likewise).
+            privateAttributes[kSecAttrAccessControl as String] = try AccessControlWords.make(
+                AccessControlWords.parse(accessControl),
+                protection: accessible?.pdmn ?? (kSecAttrAccessibleWhenUnlocked as String))
+        }
         var publicAttributes = common
         publicAttributes[kSecAttrIsPermanent as String] = publicToo ? kCFBooleanTrue : kCFBooleanFalse
         var parameters: [String: Any] = [

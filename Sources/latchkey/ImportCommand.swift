@@ -76,6 +76,17 @@ struct ImportCommand: ParsableCommand {
         help: "Imported private keys can never be exported again (kSecAttrIsExtractable false).")
     var nonExtractable = false
 
+    @Option(
+        name: .customLong("access-control"),
+        help: ArgumentHelp(
+            "Using or exporting the imported private keys (and identities) needs the user present "
+                + "(kSecAttrAccessControl); words as for add-generic-password.", valueName: "words"))
+    var accessControl: String?
+
+    func validate() throws {
+        if let accessControl { _ = try AccessControlWords.parse(accessControl) }
+    }
+
     func run() throws {
         let data: SecretBytes
         do throws(InputFailure) {
@@ -87,10 +98,18 @@ struct ImportCommand: ParsableCommand {
         if (tag != nil || nonExtractable) && !items.contains(where: \.isKey) {
             throw InputFailure("--tag and --non-extractable apply to keys, and \(file) holds none").report()
         }
+        if accessControl != nil && !items.contains(where: \.isKey) {
+            throw InputFailure("--access-control applies to private keys, and \(file) holds none").report()
+        }
+        let control = try accessControl.map { words throws in
+            try AccessControlWords.make(
+                AccessControlWords.parse(words),
+                protection: accessible?.pdmn ?? (kSecAttrAccessibleWhenUnlocked as String))
+        }
 
         var duplicate: ExitCode?
         for item in items {
-            switch try add(item) {
+            switch try add(item, control: control) {
             case .added(let what): print("imported \(what)")
             case .skipped(let what): print("already in the keychain, skipped: \(what)")
             case .duplicate(let code): duplicate = code
@@ -107,7 +126,7 @@ struct ImportCommand: ParsableCommand {
 
     /// Adds one item with the command's attributes. A duplicate is reported and returned; any other
     /// failure is thrown, ending the command (the items before it stay added, and were reported).
-    func add(_ item: ImportItem) throws(ExitCode) -> Outcome {
+    func add(_ item: ImportItem, control: SecAccessControl?) throws(ExitCode) -> Outcome {
         var attributes: [String: Any] = [:]
         if let accessible { attributes[kSecAttrAccessible as String] = accessible.pdmn }
         let what: String
@@ -119,10 +138,15 @@ struct ImportCommand: ParsableCommand {
         case .key(let key, let kind):
             attributes[kSecValueRef as String] = key
             addKeyAttributes(&attributes, label: label)
+            let keyAttributes = (SecKeyCopyAttributes(key) as? [String: Any]) ?? [:]
+            if let control, KeyDescription.isPrivate(keyAttributes) {
+                attributes[kSecAttrAccessControl as String] = control
+            }
             what = kind
         case .identity(let identity, let fileLabel, let keyKind):
             attributes[kSecValueRef as String] = identity
             addKeyAttributes(&attributes, label: label ?? fileLabel)
+            if let control { attributes[kSecAttrAccessControl as String] = control }
             var certificate: SecCertificate?
             _ = SecIdentityCopyCertificate(identity, &certificate)
             what = "identity \(ItemPrinter.quoted(certificate.map(summary) ?? "")) (certificate and \(keyKind))"

@@ -72,6 +72,31 @@ struct ItemAttributeOptions: ParsableArguments {
     @Flag(name: .customLong("sync"), help: "Mark the item synchronizable (kSecAttrSynchronizable).")
     var synchronizable = false
 
+    @Option(name: .customLong("access-control"), help: AccessControlWords.help)
+    var accessControl: String?
+
+    @OptionGroup
+    var interaction: InteractionOptions
+
+    func validate() throws {
+        guard let accessControl else { return }
+        _ = try AccessControlWords.parse(accessControl)
+        if synchronizable {
+            throw ValidationError("--access-control and --sync exclude each other (Apple's errSecParam)")
+        }
+    }
+
+    /// `changes` with the item's access control (which needs the flags made into an object first).
+    func changesWithAccessControl() throws -> [String: Any] {
+        var attributes = changes
+        if let accessControl {
+            let flags = try AccessControlWords.parse(accessControl)
+            attributes[kSecAttrAccessControl as String] = try AccessControlWords.make(
+                flags, protection: accessible?.pdmn ?? (kSecAttrAccessibleWhenUnlocked as String))
+        }
+        return attributes
+    }
+
     /// The attributes a new item gets, which are also what `-U` changes on an existing one.
     var changes: [String: Any] {
         var attributes: [String: Any] = [:]
@@ -105,7 +130,7 @@ func addOrUpdate(primaryKey: [String: Any], attributes: [String: Any], secret: N
 {
     var item = primaryKey.merging(attributes) { _, new in new }
     item[kSecValueData as String] = secret ?? NSMutableData()
-    let status = SecItemAdd(item as CFDictionary, nil)
+    let status = SecItemAdd(Interaction.applied(to: item) as CFDictionary, nil)
     if status == errSecSuccess { return }
     guard status == errSecDuplicateItem, update else { throw secItemFailure("SecItemAdd", status) }
 
@@ -113,6 +138,6 @@ func addOrUpdate(primaryKey: [String: Any], attributes: [String: Any], secret: N
     if let secret { changes[kSecValueData as String] = secret }
     // An update with nothing to change is a successful no-op for the user ("make sure it exists").
     guard !changes.isEmpty else { return }
-    let updateStatus = SecItemUpdate(primaryKey as CFDictionary, changes as CFDictionary)
+    let updateStatus = SecItemUpdate(Interaction.applied(to: primaryKey) as CFDictionary, changes as CFDictionary)
     guard updateStatus == errSecSuccess else { throw secItemFailure("SecItemUpdate", updateStatus) }
 }

@@ -11,7 +11,9 @@ import Latchkey
 ///     password: "hunter2"
 ///
 /// Types: `<blob>` strings and data (data that is not UTF-8 prints as 0x followed by hex), `<int>`
-/// numbers, `<bool>` booleans, `<timedate>` dates in UTC. Quotes, backslashes and control
+/// numbers, `<bool>` booleans, `<timedate>` dates in UTC, `<access-control>` an item's
+/// kSecAttrAccessControl as its protection class and `--access-control` words
+/// (`"accc"<access-control>="protection=ak user-presence"`). Quotes, backslashes and control
 /// characters in values are escaped (`\"`, `\\`, `\012`), so every attribute stays on one line.
 enum ItemPrinter {
     /// Keys of a result dictionary that are not attributes.
@@ -52,6 +54,9 @@ enum ItemPrinter {
         if let date = value as? Date { return "<timedate>=\(quoted(timestamp(date)))" }
         if let data = value as? Data { return "<blob>=\(bytes(data))" }
         if let string = value as? String { return "<blob>=\(quoted(string))" }
+        if let control = value as? SecAccessControl {
+            return "<access-control>=\(quoted(AccessControlWords.describe(control)))"
+        }
         return "<?>=\(quoted(String(describing: value)))"
     }
 

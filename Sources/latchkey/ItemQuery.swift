@@ -10,7 +10,7 @@ enum ItemQuery {
         var query = filters
         query[kSecClass as String] = itemClass
         query[kSecAttrSynchronizable as String] = kSecAttrSynchronizableAny
-        return query
+        return Interaction.applied(to: query)
     }
 
     /// The find verbs: prints the first matching item's attributes, its password too with `-g`, or
