@@ -33,7 +33,7 @@ final class AgentClient: Sendable {
     /// Whether `opcode`'s answer may wait for the user (`userCheckResponseTimeout`).
     static func mayWaitForTheUser(_ opcode: Opcode) -> Bool {
         switch opcode {
-        case .add, .copyMatching, .update, .keyOperation: true
+        case .add, .copyMatching, .update, .keyOperation, .evaluateContext: true
         default: false
         }
     }

@@ -230,6 +230,12 @@ package final class Keychain: @unchecked Sendable {
         lockState.heldKeys()
     }
 
+    /// How many times class keys were dropped (a lock of any kind, a replaced keybag) since the agent
+    /// started: what was granted before a lock compares it to refuse itself after one.
+    package func lockCount() -> UInt64 {
+        lockState.dropCount()
+    }
+
     /// Registers (or with nil removes) the one observer of lock-state changes. It runs on the thread
     /// that changed the state, after the engine's mutex is released, and must return quickly.
     package func observeLockState(_ observer: (@Sendable () -> Void)?) {

@@ -14,6 +14,12 @@ package struct UserCheckRequirement: Sendable, Equatable {
     package let constraints: [AccessConstraint]
     /// `kSecUseOperationPrompt`, when the request gave one.
     package let prompt: String?
+
+    /// A requirement that names no item: what `LAContext.evaluatePolicy` asks the user for
+    /// (docs/ACCESS-CONTROL.md §5), checked like an item's and granted to no session.
+    package static func evaluation(_ constraint: AccessConstraint, prompt: String?) -> UserCheckRequirement {
+        UserCheckRequirement(serial: 0, items: [], constraints: [constraint], prompt: prompt)
+    }
 }
 
 /// One request's user checks: made by the request layer for one request, given to each engine call
@@ -26,6 +32,9 @@ package final class UserCheckSession: Sendable {
         var serial: UInt64 = 0
         var pending: UserCheckRequirement?
         var granted: (items: Set<[UInt8]>, passed: Set<UserCheckKind>)?
+        /// The checks an `LAContext` passed within its reuse window (`kSecUseAuthenticationContext`):
+        /// they cover every item whose constraint they satisfy, as Apple's evaluated context does.
+        var evaluated: Set<UserCheckKind>?
     }
     private let state = Locked(State())
 
@@ -50,9 +59,18 @@ package final class UserCheckSession: Sendable {
         }
     }
 
+    /// Records the checks the request's authentication context passed within its reuse window
+    /// (docs/ACCESS-CONTROL.md §5), before the request runs: they cover any item whose constraint they
+    /// satisfy, which `covers` decides per item as for any grant. Only the agent's context registry,
+    /// which binds a context to its process, gives them.
+    package func grantEvaluation(_ passed: Set<UserCheckKind>) {
+        state.withLock { state in state.evaluated = (state.evaluated ?? []).union(passed) }
+    }
+
     /// Whether a grant of this session covers `ref` under `constraint`.
     func covers(_ ref: [UInt8], _ constraint: AccessConstraint) -> Bool {
         state.withLock { state in
+            if let evaluated = state.evaluated, constraint.isSatisfied(by: evaluated) { return true }
             guard let granted = state.granted, granted.items.contains(ref) else { return false }
             return constraint.isSatisfied(by: granted.passed)
         }

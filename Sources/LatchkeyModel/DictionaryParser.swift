@@ -353,6 +353,12 @@ package enum DictionaryParser {
             guard case .string = value else { throw .param("kSecUseOperationPrompt must be a string") }
         case SecKeys.useNoAuthenticationUI:
             guard case .bool = value else { throw .param("kSecUseNoAuthenticationUI must be a boolean") }
+        case SecKeys.useAuthenticationContext:
+            // The library sends an LAContext as the handle the agent gave it; the agent's request layer
+            // decides what it is worth (docs/ACCESS-CONTROL.md §5). Anything else is not an LAContext.
+            guard case .data(let handle) = value, handle.count == SecKeys.authenticationContextLength else {
+                throw .param("kSecUseAuthenticationContext must be an LAContext")
+            }
         default:
             throw .param("use key '\(key)' is not supported")
         }

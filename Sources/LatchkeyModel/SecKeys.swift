@@ -50,6 +50,8 @@ package enum SecKeys {
     package static let useOperationPrompt = "u_OpPrompt"
     package static let useNoAuthenticationUI = "u_NoAuthUI"
     package static let useAuthenticationContext = "u_AuthCtx"
+    /// Bytes of the handle an `LAContext` is sent as under `u_AuthCtx` (the agent's, docs/PROTOCOL.md).
+    package static let authenticationContextLength = 32
     package static let useDataProtectionKeychain = "nleg"
 
     // Attribute values that are strings.
