@@ -106,7 +106,9 @@ package final class AuthenticationContexts: Sendable {
             }
             entries[handle] = Entry(owner: owner, reuse: reuse, evaluation: nil, lastUsed: time)
         }
-        return handle
+        // A copy in storage of its own: the server wipes every data value of a response in place once
+        // it is sent (`SecValue.wipeDataInPlace`), which must not reach the key kept here.
+        return handle.withUnsafeBufferPointer { Array($0) }
     }
 
     /// Sets the reuse duration of `owner`'s context `handle` (errSecAuthFailed when it is not one).

@@ -141,6 +141,15 @@ final class AuthenticationContextsTests: XCTestCase {
         XCTAssertEqual(contexts.count, AuthenticationContexts.maximumContexts - perProcess + 1)
     }
 
+    func testAHandleSentAndWipedInPlaceLeavesTheContext() throws {
+        let contexts = World().contexts()
+        let handle = try contexts.make(for: me, reuse: .zero)
+        let kept = handle.withUnsafeBufferPointer { Array($0) }
+        // What the server does to every data value of a response once sent.
+        SecValue.data(handle).wipeDataInPlace()
+        XCTAssertNil(try contexts.evaluation(kept, of: me))
+    }
+
     func testHandlesAreRandom() throws {
         let contexts = World().contexts()
         let a = try contexts.make(for: me, reuse: .zero)
