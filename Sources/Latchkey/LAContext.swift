@@ -83,7 +83,7 @@ public func ~= (code: LAError.Code, error: any Error) -> Bool {
     (error as? LAError)?.code == code
 }
 
-/// LocalAuthentication's `LAContext` (docs/ACCESS-CONTROL.md §5). The context itself is the agent's:
+/// LocalAuthentication's `LAContext` (docs/ACCESS-CONTROL.md §7). The context itself is the agent's:
 /// this object holds the handle the agent gave it, which works only for this process. Give it to
 /// SecItem calls as `kSecUseAuthenticationContext`: once it is evaluated (by `evaluatePolicy`, or by the
 /// first call that needed a user check), it serves every protected item it is given with, without

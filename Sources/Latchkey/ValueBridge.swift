@@ -41,7 +41,7 @@ enum ValueBridge {
         case let identity as SecIdentity:
             return identity.secValue
         case let context as LAContext:
-            // The handle the agent gave it (docs/ACCESS-CONTROL.md §5); errSecAuthFailed once invalidated.
+            // The handle the agent gave it (docs/ACCESS-CONTROL.md §7); errSecAuthFailed once invalidated.
             return .data(try context.requestHandle())
         case let control as SecAccessControl:
             // Its encoding (docs/PROTOCOL.md, "Access control"); the agent decodes and checks it.

@@ -3,7 +3,7 @@ import LatchkeyEngine
 import LatchkeyModel
 import LatchkeyWire
 
-/// `LAContext` requests and the contexts item requests carry (docs/ACCESS-CONTROL.md §5).
+/// `LAContext` requests and the contexts item requests carry (docs/ACCESS-CONTROL.md §7).
 extension AgentService {
     /// Whether the process `owner` names still runs.
     static func isRunning(_ owner: ContextOwner) -> Bool {

@@ -25,7 +25,7 @@ package final class AgentService: Sendable {
     /// Asks the user for the items that need a user check (kSecAttrAccessControl); nil: nobody can be
     /// asked, and such items are as with kSecUseAuthenticationUIFail.
     let presence: UserPresence?
-    /// The `LAContext`s of the agent's callers (docs/ACCESS-CONTROL.md §5).
+    /// The `LAContext`s of the agent's callers (docs/ACCESS-CONTROL.md §7).
     let contexts: AuthenticationContexts
 
     package init(
@@ -186,7 +186,7 @@ package final class AgentService: Sendable {
     /// session, which no other request sees. The items a repeat needs can differ (the keychain changed
     /// meanwhile): a few rounds, then errSecAuthFailed, like Apple's client (which retries up to 20).
     ///
-    /// With an authentication context (`kSecUseAuthenticationContext`, docs/ACCESS-CONTROL.md §5), the
+    /// With an authentication context (`kSecUseAuthenticationContext`, docs/ACCESS-CONTROL.md §7), the
     /// checks it passed within its window are granted to the session before the request runs (so no
     /// prompt, and `kSecUseAuthenticationUIFail` or Skip find the items covered); a check asked for
     /// here is recorded in the context, which then serves later requests of its process.

@@ -14,7 +14,7 @@ package struct ContextOwner: Hashable, Sendable {
     }
 }
 
-/// The agent's `LAContext`s (docs/ACCESS-CONTROL.md §5). A context is the agent's state, not the
+/// The agent's `LAContext`s (docs/ACCESS-CONTROL.md §7). A context is the agent's state, not the
 /// library's: the library holds an unguessable handle, and the agent keeps, under it, which process
 /// the context belongs to and which user checks it passed, when (a monotonic clock), and before which
 /// lock. The request layer asks it what a request's context is worth (`evaluation`) and grants that to
@@ -69,7 +69,7 @@ package final class AuthenticationContexts: Sendable {
     }
 
     /// How long an evaluation serves: the context's reuse duration when it gives one, capped at
-    /// `maximumWindow`; `defaultWindow` when it gives none (docs/ACCESS-CONTROL.md §5).
+    /// `maximumWindow`; `defaultWindow` when it gives none (docs/ACCESS-CONTROL.md §7).
     package static func window(reuse: Duration) -> Duration {
         reuse > .zero ? min(reuse, maximumWindow) : defaultWindow
     }

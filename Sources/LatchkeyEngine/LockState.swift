@@ -23,7 +23,7 @@ final class LockState: @unchecked Sendable {
     /// The class keys held now (mutex held).
     private(set) var keys = KeyState()
     /// How many times keys were dropped (mutex held): a user check's right that outlives a lock must not
-    /// (docs/ACCESS-CONTROL.md §5), and its holder compares this count rather than hear each lock.
+    /// (docs/ACCESS-CONTROL.md §7), and its holder compares this count rather than hear each lock.
     private var drops: UInt64 = 0
     private var keybag: Keybag?
     /// Identity of the keybag file `keybag` was read from, to notice a replacement by another

@@ -16,7 +16,7 @@ package struct UserCheckRequirement: Sendable, Equatable {
     package let prompt: String?
 
     /// A requirement that names no item: what `LAContext.evaluatePolicy` asks the user for
-    /// (docs/ACCESS-CONTROL.md §5), checked like an item's and granted to no session.
+    /// (docs/ACCESS-CONTROL.md §7), checked like an item's and granted to no session.
     package static func evaluation(_ constraint: AccessConstraint, prompt: String?) -> UserCheckRequirement {
         UserCheckRequirement(serial: 0, items: [], constraints: [constraint], prompt: prompt)
     }
@@ -60,7 +60,7 @@ package final class UserCheckSession: Sendable {
     }
 
     /// Records the checks the request's authentication context passed within its reuse window
-    /// (docs/ACCESS-CONTROL.md §5), before the request runs: they cover any item whose constraint they
+    /// (docs/ACCESS-CONTROL.md §7), before the request runs: they cover any item whose constraint they
     /// satisfy, which `covers` decides per item as for any grant. Only the agent's context registry,
     /// which binds a context to its process, gives them.
     package func grantEvaluation(_ passed: Set<UserCheckKind>) {

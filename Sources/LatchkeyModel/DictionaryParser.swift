@@ -355,7 +355,7 @@ package enum DictionaryParser {
             guard case .bool = value else { throw .param("kSecUseNoAuthenticationUI must be a boolean") }
         case SecKeys.useAuthenticationContext:
             // The library sends an LAContext as the handle the agent gave it; the agent's request layer
-            // decides what it is worth (docs/ACCESS-CONTROL.md §5). Anything else is not an LAContext.
+            // decides what it is worth (docs/ACCESS-CONTROL.md §7). Anything else is not an LAContext.
             guard case .data(let handle) = value, handle.count == SecKeys.authenticationContextLength else {
                 throw .param("kSecUseAuthenticationContext must be an LAContext")
             }

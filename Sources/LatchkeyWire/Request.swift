@@ -20,7 +20,7 @@ package enum Opcode: UInt8, Sendable, CaseIterable {
     /// `SecKeyCreateRandomKey` for a key that is stored at once (`kSecAttrIsPermanent`).
     case generateKey = 0x15
     /// `LAContext`: make an authentication context of the calling process, or evaluate or update one
-    /// (docs/ACCESS-CONTROL.md §5); answers its handle.
+    /// (docs/ACCESS-CONTROL.md §7); answers its handle.
     case evaluateContext = 0x16
     /// `LAContext.invalidate()`: the context never serves again.
     case invalidateContext = 0x17

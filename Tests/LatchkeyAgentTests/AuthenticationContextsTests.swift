@@ -4,7 +4,7 @@ import XCTest
 
 @testable import LatchkeyAgent
 
-/// The agent's registry of `LAContext`s (docs/ACCESS-CONTROL.md §5) with an injected clock and lock
+/// The agent's registry of `LAContext`s (docs/ACCESS-CONTROL.md §7) with an injected clock and lock
 /// count: windows, locks, owners, caps. The end-to-end behaviour is in AuthenticationContextTests.
 final class AuthenticationContextsTests: XCTestCase {
     /// A clock the test moves, and a lock count it raises.

@@ -4,7 +4,7 @@ import XCTest
 
 @testable import Latchkey
 
-/// `LAContext` and `kSecUseAuthenticationContext` (docs/ACCESS-CONTROL.md §5) against the real agent,
+/// `LAContext` and `kSecUseAuthenticationContext` (docs/ACCESS-CONTROL.md §7) against the real agent,
 /// real Linux-PAM and the stand-in pinentry of `AccessControlTestCase`, which records each prompt: one
 /// evaluation serves every protected item given with the context, within its window, for its process
 /// only, until a lock or `invalidate`.
