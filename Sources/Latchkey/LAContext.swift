@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyModel
+import LatchkeySecrets
 import LatchkeySystem
 import LatchkeyWire
 
@@ -18,6 +19,14 @@ public enum LABiometryType: Int, Sendable {
     case touchID = 1
     case faceID = 2
     case opticID = 4
+}
+
+/// LocalAuthentication's `LACredentialType`.
+public enum LACredentialType: Int, Sendable {
+    /// The password of items whose access control has `.applicationPassword` (docs/ACCESS-CONTROL.md §8).
+    case applicationPassword = 0
+    /// A smart card's PIN; not used by this library (`setCredential` answers false).
+    case smartCardPIN = -3
 }
 
 /// Apple's `LATouchIDAuthenticationMaximumAllowableReuseDuration`: 300 seconds.
@@ -101,6 +110,9 @@ public final class LAContext: NSObject, @unchecked Sendable {
         /// The reuse duration (milliseconds) the agent knows for the handle.
         var sentReuse: Int64?
         var invalidated = false
+        /// The application password (`setCredential`), in wiping storage; sent with each call given
+        /// this context, never kept by the agent.
+        var applicationPassword: SecretBytes?
     }
     private let state = Locked(State())
 
@@ -193,6 +205,28 @@ public final class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
+    /// Sets (or with nil removes) the application password that calls given this context bring for items
+    /// with `.applicationPassword`: such an item is sealed under a key derived from it, and read only
+    /// with it (without it the agent asks for it; a wrong one is errSecAuthFailed). Only
+    /// `.applicationPassword` is supported; false for any other type, or a password over 4096 bytes.
+    @discardableResult
+    public func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
+        guard type == .applicationPassword else { return false }
+        guard let credential else {
+            state.withLock { $0.applicationPassword = nil }
+            return true
+        }
+        guard credential.count <= 4096 else { return false }
+        let secret = credential.withUnsafeBytes { SecretBytes(copying: $0) }
+        state.withLock { $0.applicationPassword = secret }
+        return true
+    }
+
+    /// Whether a credential of `type` is set.
+    public func isCredentialSet(_ type: LACredentialType) -> Bool {
+        type == .applicationPassword && state.withLock { $0.applicationPassword != nil }
+    }
+
     /// Ends the context: it never serves again, in the agent or in any call it is given to
     /// (errSecAuthFailed, `LAError.invalidContext`).
     public func invalidate() {
@@ -252,7 +286,11 @@ public final class LAContext: NSObject, @unchecked Sendable {
     /// `kSecUseAuthenticationUIFail` unless the call asked to skip; `localizedReason` the operation
     /// prompt unless the call gave one.
     func applyUse(to dictionary: inout SecDictionary) {
-        let (noUI, reason) = state.withLock { ($0.interactionNotAllowed, $0.localizedReason) }
+        let (noUI, reason, password) = state.withLock {
+            ($0.interactionNotAllowed, $0.localizedReason, $0.applicationPassword)
+        }
+        // Data like the item's own data: the request's bytes are wiped once sent (docs/PROTOCOL.md §3).
+        if let password { dictionary[SecKeys.useApplicationPassword] = .data(password.withUnsafeBytes { Array($0) }) }
         if noUI && dictionary[SecKeys.useAuthenticationUI] != .string(SecKeys.useAuthenticationUISkip) {
             dictionary[SecKeys.useAuthenticationUI] = .string(SecKeys.useAuthenticationUIFail)
         }

@@ -1,6 +1,7 @@
 import LatchkeyApplications
 import LatchkeyEngine
 import LatchkeyModel
+import LatchkeySecrets
 import LatchkeyWire
 
 /// `LAContext` requests and the contexts item requests carry (docs/ACCESS-CONTROL.md §7).
@@ -22,6 +23,16 @@ extension AgentService {
         }
         guard let process else { throw Self.unidentified }
         return (handle, process)
+    }
+
+    /// The application password a SecItem dictionary carries (`u_AppPwd`, from `LAContext.setCredential`),
+    /// copied into wiping storage; the request's own copy is wiped with its other data once answered.
+    func applicationPassword(in dictionary: SecDictionary) throws(SecError) -> SecretBytes? {
+        guard let value = dictionary[SecKeys.useApplicationPassword] else { return nil }
+        guard case .data(let bytes) = value, bytes.count <= ApplicationPassword.maximumPasswordLength else {
+            throw .param("the application password must be data of at most 4096 bytes")
+        }
+        return SecretBytes(copying: bytes)
     }
 
     /// Makes, updates or evaluates a context of `process` (opcode 0x16); answers its handle. An

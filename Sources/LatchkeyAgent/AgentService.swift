@@ -68,18 +68,26 @@ package final class AgentService: Sendable {
                     ]))
             case .add(let attributes):
                 return .ok(
-                    try withUserChecks(caller, context: try context(in: attributes, of: process)) {
+                    try withUserChecks(
+                        caller, context: try context(in: attributes, of: process),
+                        password: try applicationPassword(in: attributes)
+                    ) {
                         checks throws(SecError) in
                         try keychain.add(attributes, caller: caller, checks: checks)
                     })
             case .copyMatching(let query):
                 return .ok(
-                    try withUserChecks(caller, context: try context(in: query, of: process)) {
+                    try withUserChecks(
+                        caller, context: try context(in: query, of: process),
+                        password: try applicationPassword(in: query)
+                    ) {
                         checks throws(SecError) in
                         try keychain.copyMatching(query, caller: caller, checks: checks)
                     })
             case .update(let query, let attributes):
-                try withUserChecks(caller, context: try context(in: query, of: process)) {
+                try withUserChecks(
+                    caller, context: try context(in: query, of: process), password: try applicationPassword(in: query)
+                ) {
                     checks throws(SecError) in
                     try keychain.update(query, attributes, caller: caller, checks: checks)
                 }
@@ -190,8 +198,12 @@ package final class AgentService: Sendable {
     /// checks it passed within its window are granted to the session before the request runs (so no
     /// prompt, and `kSecUseAuthenticationUIFail` or Skip find the items covered); a check asked for
     /// here is recorded in the context, which then serves later requests of its process.
+    ///
+    /// `password` is the request's application password (`LAContext.setCredential`); items sealed under
+    /// one (docs/ACCESS-CONTROL.md §8) have their keys derived from it in phase two, or from the password
+    /// asked for there when the request brought none. It lives as long as the request's session.
     private func withUserChecks<T>(
-        _ caller: Caller, context: (handle: [UInt8], owner: ContextOwner)? = nil,
+        _ caller: Caller, context: (handle: [UInt8], owner: ContextOwner)? = nil, password: SecretBytes? = nil,
         _ body: (UserCheckSession?) throws(SecError) -> T
     ) throws(SecError) -> T {
         let evaluated = try context.flatMap { (context) throws(SecError) in
@@ -200,6 +212,7 @@ package final class AgentService: Sendable {
         guard let presence else { return try body(nil) }
         let session = UserCheckSession()
         if let evaluated { session.grantEvaluation(evaluated) }
+        if let password { session.setApplicationPassword(password) }
         for round in 0..<3 {
             do {
                 return try body(session)
@@ -210,8 +223,12 @@ package final class AgentService: Sendable {
                     throw SecError(SecStatus.internalComponent, "a user check was asked for without a requirement")
                 }
                 let locks = keychain.lockCount()
-                let passed = try presence.check(requirement, caller: caller)
-                session.grant(requirement, passed: passed)
+                let passed = requirement.constraints.isEmpty ? [] : try presence.check(requirement, caller: caller)
+                if (!requirement.boxes.isEmpty || requirement.newBox) && session.applicationPassword == nil {
+                    session.setApplicationPassword(try presence.applicationPassword(requirement, caller: caller))
+                }
+                session.grant(
+                    requirement, passed: passed, applicationKeys: try session.applicationKeys(for: requirement))
                 if let context {
                     contexts.record(passed, for: context.handle, of: context.owner, lockCount: locks)
                 }

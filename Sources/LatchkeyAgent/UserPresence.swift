@@ -1,6 +1,7 @@
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecretService
+import LatchkeySecrets
 import LatchkeySystem
 
 #if canImport(Glibc)
@@ -43,11 +44,16 @@ package final class UserPresence: Sendable {
         let description: String
         /// The asking process (`maximumWaitingPerProcess`).
         let pid: Int32
+        /// Asks for an application password rather than running the PAM stack.
+        let asksApplicationPassword: Bool
         /// Guarded by the monitor.
         var outcome: PAMUserCheck.Outcome?
-        init(description: String, pid: Int32) {
+        /// The application password answered (guarded by the monitor; taken once).
+        var password: SecretBytes?
+        init(description: String, pid: Int32, asksApplicationPassword: Bool = false) {
             self.description = description
             self.pid = pid
+            self.asksApplicationPassword = asksApplicationPassword
         }
     }
 
@@ -82,9 +88,29 @@ package final class UserPresence: Sendable {
         }
         guard user != nil else { throw SecError(SecStatus.authFailed, "the agent's user has no name") }
         let job = Job(description: Self.description(requirement, caller: caller), pid: caller.pid)
+        try run(job)
+        return Self.stackChecks
+    }
+
+    /// Asks the user, through the prompter, for the application password of the items `requirement`
+    /// names (docs/ACCESS-CONTROL.md §8), in the same queue as the checks. errSecUserCanceled when
+    /// cancelled or not answered in time, errSecInteractionNotAllowed when nobody can be asked.
+    func applicationPassword(_ requirement: UserCheckRequirement, caller: Caller) throws(SecError) -> SecretBytes {
+        let job = Job(
+            description: Self.description(requirement, caller: caller, applicationPassword: true), pid: caller.pid,
+            asksApplicationPassword: true)
+        try run(job)
+        guard let password = monitor.locked({ job.password }) else {
+            throw SecError(SecStatus.userCanceled, "no application password was given")
+        }
+        return password
+    }
+
+    /// Queues `job`, waits for its outcome and throws unless it passed.
+    private func run(_ job: Job) throws(SecError) {
         let admitted = monitor.locked { () -> (queued: Bool, startWorker: Bool) in
             guard queue.count < Self.maximumWaiting,
-                queue.filter({ $0.pid == caller.pid }).count < Self.maximumWaitingPerProcess
+                queue.filter({ $0.pid == job.pid }).count < Self.maximumWaitingPerProcess
             else { return (false, false) }
             queue.append(job)
             defer { working = true }
@@ -98,7 +124,7 @@ package final class UserPresence: Sendable {
         // `PAMUserCheck.maximumQuestions` of them; the worker always finishes the job.
         monitor.wait { job.outcome != nil }
         switch monitor.locked({ job.outcome! }) {
-        case .passed: return Self.stackChecks
+        case .passed: return
         case .cancelled: throw SecError(SecStatus.userCanceled, "the user check was cancelled or timed out")
         case .noInteraction: throw SecError(SecStatus.interactionNotAllowed, "the user check could not be shown")
         case .failed: throw SecError(SecStatus.authFailed, "the user check failed")
@@ -113,10 +139,23 @@ package final class UserPresence: Sendable {
                 return queue.first
             }) {
                 let conversation = PinentryConversation(prompter: prompter, description: job.description)
-                let outcome = PAMUserCheck.run(
-                    service: Self.service, directory: directory, user: user ?? "", conversation: conversation)
+                var password: SecretBytes?
+                let outcome: PAMUserCheck.Outcome
+                if job.asksApplicationPassword {
+                    switch conversation.ask("Application password:") {
+                    case .answer(let answer):
+                        password = answer
+                        outcome = .passed
+                    case .cancelled, .timedOut: outcome = .cancelled
+                    case .failed: outcome = .noInteraction
+                    }
+                } else {
+                    outcome = PAMUserCheck.run(
+                        service: Self.service, directory: directory, user: user ?? "", conversation: conversation)
+                }
                 conversation.close()
                 monitor.locked {
+                    job.password = password
                     job.outcome = outcome
                     queue.removeFirst()
                 }
@@ -134,12 +173,17 @@ package final class UserPresence: Sendable {
     }
 
     /// The prompt's text: which program asks, and its reason (`kSecUseOperationPrompt`).
-    static func description(_ requirement: UserCheckRequirement, caller: Caller) -> String {
+    static func description(_ requirement: UserCheckRequirement, caller: Caller, applicationPassword: Bool = false)
+        -> String
+    {
         var program = caller.executable ?? "process \(caller.pid)"
         if let application = caller.accessGroups.first, application != Caller.defaultAccessGroup {
             program = "\(application) (\(program))"
         }
-        var text = "\(printable(program, limit: 300)) wants to use a protected keychain item."
+        var text =
+            applicationPassword
+            ? "\(printable(program, limit: 300)) needs the application password of a keychain item."
+            : "\(printable(program, limit: 300)) wants to use a protected keychain item."
         if let prompt = requirement.prompt, !prompt.isEmpty { text += "\n\n" + printable(prompt, limit: 500) }
         return text
     }

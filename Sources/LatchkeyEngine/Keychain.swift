@@ -60,6 +60,8 @@ package final class Keychain: @unchecked Sendable {
     {
         var request = try DictionaryParser.parseAdd(dictionary)
         try gate.admit(&request, caller: caller)
+        // Before the mutex: the application password's derivation takes a fraction of a second.
+        try ApplicationPassword.seal(&request, session: checks)
         return try withItems(for: caller, checks: checks) { items throws(SecError) in try items.add(request) }
     }
 
@@ -150,6 +152,7 @@ package final class Keychain: @unchecked Sendable {
             #if DEBUG
                 generated = privateMaterial.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
             #endif
+            try ApplicationPassword.checkSupported(pair.privateRequest.accessControl, itemClass: .key)
             try gate.admit(&pair.privateRequest, caller: caller)
             if var publicRequest = pair.publicRequest {
                 try gate.admit(&publicRequest, caller: caller)

@@ -359,6 +359,11 @@ package enum DictionaryParser {
             guard case .data(let handle) = value, handle.count == SecKeys.authenticationContextLength else {
                 throw .param("kSecUseAuthenticationContext must be an LAContext")
             }
+        case SecKeys.useApplicationPassword:
+            // Read by the agent's request layer (docs/ACCESS-CONTROL.md §8); the engine never sees it.
+            guard case .data(let password) = value, password.count <= 4096 else {
+                throw .param("the application password must be data of at most 4096 bytes")
+            }
         default:
             throw .param("use key '\(key)' is not supported")
         }
