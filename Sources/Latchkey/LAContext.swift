@@ -122,7 +122,7 @@ public final class LAContext: NSObject, @unchecked Sendable {
     deinit {
         // Apple's context is invalidated when it is released; here the agent also frees its slot.
         let handle = state.withLock { $0.invalidated ? nil : $0.handle }
-        if let handle { _ = AgentClient.shared.send(.invalidateContext(handle: handle)) }
+        if let handle { _ = AgentClient.shared.sendToRunningAgent(.invalidateContext(handle: handle)) }
     }
 
     /// How long an evaluation serves, in seconds (0 to 300; larger values are 300, as Apple clamps).
@@ -237,7 +237,7 @@ public final class LAContext: NSObject, @unchecked Sendable {
             }
             return state.handle
         }
-        if let handle { _ = AgentClient.shared.send(.invalidateContext(handle: handle)) }
+        if let handle { _ = AgentClient.shared.sendToRunningAgent(.invalidateContext(handle: handle)) }
     }
 
     // MARK: - With the agent

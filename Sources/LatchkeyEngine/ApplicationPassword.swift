@@ -21,6 +21,8 @@ package enum ApplicationPassword {
     /// Every new box: Argon2id with 64 MiB, 3 passes, 1 lane (RFC 9106's second recommendation; about a
     /// tenth of a second here). Boxes keep their own parameters, so these may grow.
     package static let parameters = Argon2Parameters(timeCost: 3, memoryKiB: 65_536, parallelism: 1)
+    /// Items sealed under an application password one request may open (each a derivation).
+    package static let maximumBoxesPerRequest = 16
     /// Longest application password accepted (the protocol's secret field cap).
     package static let maximumPasswordLength = 4096
 

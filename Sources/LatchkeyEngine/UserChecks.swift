@@ -77,8 +77,16 @@ package final class UserCheckSession: Sendable {
     /// Derives, with the request's application password, the key of every box `requirement` names
     /// (Argon2id each, one derivation at a time in the agent: never with the engine's mutex held).
     package func applicationKeys(for requirement: UserCheckRequirement) throws(SecError) -> [[UInt8]: SecretBytes] {
+        guard !requirement.boxes.isEmpty else { return [:] }
         guard let password = applicationPassword else {
             throw SecError(SecStatus.interactionNotAllowed, "the item needs its application password")
+        }
+        // Each box has its own salt, so its own derivation (64 MiB, a fraction of a second, one at a time):
+        // a bounded number per request, so that one query cannot hold the others' up for minutes.
+        guard requirement.boxes.count <= ApplicationPassword.maximumBoxesPerRequest else {
+            throw .param(
+                "more than \(ApplicationPassword.maximumBoxesPerRequest) items sealed under an application "
+                    + "password in one request: narrow the query")
         }
         var keys: [[UInt8]: SecretBytes] = [:]
         for box in requirement.boxes where keys[box.item] == nil {

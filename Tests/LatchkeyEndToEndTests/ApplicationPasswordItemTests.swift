@@ -140,6 +140,19 @@ final class ApplicationPasswordItemTests: AccessControlTestCase {
         XCTAssertEqual(read("both", password: "wrong").0, errSecAuthFailed)
     }
 
+    func testOneRequestOpensABoundedNumberOfBoxes() throws {
+        for index in 0...16 { XCTAssertEqual(add("many-\(index)"), errSecSuccess) }
+        var query: [CFString: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: "ap", kSecReturnData: true,
+            kSecMatchLimit: kSecMatchLimitAll, kSecUseAuthenticationContext: context("open sesame"),
+        ]
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &result), errSecParam)
+        query[kSecMatchLimit] = 16
+        XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual((result as? [Data])?.count, 16)
+    }
+
     func testOnlyPasswordsTakeAnApplicationPassword() {
         var error: Unmanaged<CFError>?
         let control = SecAccessControlCreateWithFlags(

@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeySecrets
+import LatchkeyTransport
 import XCTest
 
 @testable import Latchkey
@@ -207,6 +208,17 @@ final class AuthenticationContextTests: AccessControlTestCase {
         XCTAssertEqual(prompts, 1)
         // The context still serves its own process.
         XCTAssertEqual(read("guarded", [kSecUseAuthenticationContext: context]).1, "s3cret")
+    }
+
+    func testAContextReleasedAfterItsAgentStoppedStartsNoAgent() throws {
+        var context: LAContext? = LAContext()
+        XCTAssertNotNil(try context?.requestHandle())
+        stopAgent()
+        context = nil  // its release ends it in a running agent only
+        XCTAssertNil(context)
+        guard case .nothingListens = AgentSocket.connect(AgentEndpoint.current(), deadline: .now + .seconds(2)) else {
+            return XCTFail("releasing the context started an agent")
+        }
     }
 
     func testALockEndsTheEvaluation() throws {
