@@ -33,7 +33,7 @@ final class AgentClient: Sendable {
     /// Whether `opcode`'s answer may wait for the user (`userCheckResponseTimeout`).
     static func mayWaitForTheUser(_ opcode: Opcode) -> Bool {
         switch opcode {
-        case .add, .copyMatching, .update, .keyOperation: true
+        case .add, .copyMatching, .update, .keyOperation, .evaluateContext: true
         default: false
         }
     }
@@ -46,6 +46,13 @@ final class AgentClient: Sendable {
     /// response with errSecNotAvailable and a message saying why.
     func send(_ request: Request) -> Response {
         connection.withLock { fd in exchange(request, on: &fd) }
+    }
+
+    /// `send` to an agent that runs already: none is started for it (errSecNotAvailable when nothing
+    /// listens). For what only concerns the agent's own state, such as ending an `LAContext` it holds:
+    /// a new agent holds none.
+    func sendToRunningAgent(_ request: Request) -> Response {
+        connection.withLock { fd in exchange(request, on: &fd, mayStart: false) }
     }
 
     /// How many times a request the agent never read is sent again on a new connection. The agent
@@ -63,7 +70,7 @@ final class AgentClient: Sendable {
     /// the request out): that is reported and never resent, since an add sent twice would succeed once
     /// and then fail with errSecDuplicateItem. The agent closes a connection of its own accord only
     /// between requests, before reading a byte of the next (docs/PROTOCOL.md §1).
-    private func exchange(_ request: Request, on fd: inout Int32) -> Response {
+    private func exchange(_ request: Request, on fd: inout Int32, mayStart: Bool = true) -> Response {
         var payload = request.encode()
         defer { payload.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         // The agent drops a connection whose frame exceeds its cap; fail here with a clear status instead.
@@ -75,7 +82,7 @@ final class AgentClient: Sendable {
         var resends = 0
         while true {
             if fd < 0 {
-                if let failure = connectOrStart(&fd) { return failure }
+                if let failure = mayStart ? connectOrStart(&fd) : connectToRunningAgent(&fd) { return failure }
                 // The agent identifies a caller when it accepts the connection, and a request written
                 // before that carries no application identity (docs/PROTOCOL.md §1, "Who is calling"):
                 // one round trip first, so that every request of ours is written after it. The request
@@ -161,6 +168,21 @@ final class AgentClient: Sendable {
 
     private func unavailable(_ message: String) -> Response {
         Response(status: SecStatus.notAvailable, value: nil, message: message)
+    }
+
+    /// Connects to an agent that listens already. Returns a failure response, or nil.
+    private func connectToRunningAgent(_ fd: inout Int32) -> Response? {
+        let endpoint = AgentEndpoint.current()
+        let deadline = ContinuousClock.now + .milliseconds(AgentClient.startTimeoutMilliseconds)
+        switch AgentSocket.connect(endpoint, deadline: deadline) {
+        case .connected(let connected):
+            fd = connected
+            return nil
+        case .refused(let why):
+            return unavailable(why)
+        case .nothingListens:
+            return unavailable("no agent runs")
+        }
     }
 
     /// Connects to the agent, starting it if nothing listens. Returns a failure response, or nil.

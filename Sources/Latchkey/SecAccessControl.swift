@@ -31,7 +31,8 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
     public static let and = SecAccessControlCreateFlags(rawValue: 1 << 15)
     /// Puts the constraints on the private key's use. Here a key's use and its data both need the check.
     public static let privateKeyUsage = SecAccessControlCreateFlags(rawValue: 1 << 30)
-    /// An application-supplied password. Accepted and stored; not yet applied to the item's encryption.
+    /// An application-supplied password (`LAContext.setCredential`): a password item's secret is sealed
+    /// under a key derived from it (docs/ACCESS-CONTROL.md §8). Keys and certificates do not take it.
     public static let applicationPassword = SecAccessControlCreateFlags(rawValue: 1 << 31)
 }
 

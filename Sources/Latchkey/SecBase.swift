@@ -58,6 +58,9 @@ public let errSecDataNotAvailable: OSStatus = SecStatus.dataNotAvailable
 /// Apple's `errSecDecode`. Also a stored item that fails authentication (damage, tampering):
 /// securityd skips such an item, latchkey reports it.
 public let errSecDecode: OSStatus = SecStatus.decode
+/// Apple's `errSecInternalError` (-26276): an internal error of the Security framework. latchkey never
+/// returns it; Apple's sample code throws it for a result it cannot read (seed 001).
+public let errSecInternalError: OSStatus = -26_276
 /// Apple's `errSecMissingEntitlement`: an access group the caller may not use (docs/APPLICATIONS.md).
 public let errSecMissingEntitlement: OSStatus = SecStatus.missingEntitlement
 /// Apple's `errSecNotTrusted`.

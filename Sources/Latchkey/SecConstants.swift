@@ -91,7 +91,8 @@ nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = SecKeys.u
 nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = SecKeys.useOperationPrompt as NSString
 /// Apple's `kSecUseNoAuthenticationUI`. True behaves as ``kSecUseAuthenticationUIFail``.
 nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = SecKeys.useNoAuthenticationUI as NSString
-/// Apple's `kSecUseAuthenticationContext`. Not supported (there is no LocalAuthentication): errSecParam.
+/// Apple's `kSecUseAuthenticationContext`: an ``LAContext`` whose evaluation serves the call's user checks
+/// (docs/ACCESS-CONTROL.md §7). Any other value is errSecParam; an invalidated context errSecAuthFailed.
 nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = SecKeys.useAuthenticationContext as NSString
 /// Apple's `kSecUseDataProtectionKeychain`. Accepted and ignored: latchkey is a data-protection
 /// keychain, with no file keychain beside it.

@@ -37,6 +37,16 @@ public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMuta
 }
 
 enum SecItemCall {
+    /// Zeroes the application password an `LAContext` put into the request (`u_AppPwd`), a copy of its
+    /// own, once sent. (Other data values may share storage with the caller's objects: left alone.)
+    private static func wipeApplicationPassword(_ request: Request) {
+        switch request {
+        case .add(let d), .copyMatching(let d), .update(query: let d, attributes: _):
+            d[SecKeys.useApplicationPassword]?.wipeDataInPlace()
+        default: break
+        }
+    }
+
     static func run(_ result: UnsafeMutablePointer<CFTypeRef?>?, _ build: () throws(SecError) -> Request) -> OSStatus {
         let request: Request
         do {
@@ -46,6 +56,7 @@ enum SecItemCall {
             return error.status
         }
         let response = AgentClient.shared.send(request)
+        wipeApplicationPassword(request)
         LastError.record(response)
         guard response.status == SecStatus.success else { return response.status }
         if let result {

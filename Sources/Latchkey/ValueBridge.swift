@@ -8,10 +8,13 @@ enum ValueBridge {
     /// A caller's dictionary as a SecItem dictionary; keys must be strings (errSecParam otherwise).
     static func dictionary(_ object: CFDictionary) throws(SecError) -> SecDictionary {
         var result: SecDictionary = [:]
+        var context: LAContext?
         for (key, value) in object {
             guard let name = key as? String else { throw .param("dictionary keys must be strings") }
             result[name] = try secValue(value)
+            if name == SecKeys.useAuthenticationContext { context = value as? LAContext }
         }
+        context?.applyUse(to: &result)
         return result
     }
 
@@ -37,6 +40,9 @@ enum ValueBridge {
             return certificate.secValue
         case let identity as SecIdentity:
             return identity.secValue
+        case let context as LAContext:
+            // The handle the agent gave it (docs/ACCESS-CONTROL.md §7); errSecAuthFailed once invalidated.
+            return .data(try context.requestHandle())
         case let control as SecAccessControl:
             // Its encoding (docs/PROTOCOL.md, "Access control"); the agent decodes and checks it.
             return .data(control.control.encoded)

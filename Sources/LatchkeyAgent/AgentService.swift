@@ -25,6 +25,8 @@ package final class AgentService: Sendable {
     /// Asks the user for the items that need a user check (kSecAttrAccessControl); nil: nobody can be
     /// asked, and such items are as with kSecUseAuthenticationUIFail.
     let presence: UserPresence?
+    /// The `LAContext`s of the agent's callers (docs/ACCESS-CONTROL.md §7).
+    let contexts: AuthenticationContexts
 
     package init(
         keychain: Keychain, onItemRequest: @escaping @Sendable () -> Void = {},
@@ -34,6 +36,9 @@ package final class AgentService: Sendable {
         self.presence = presence
         self.onItemRequest = onItemRequest
         self.onUnlock = onUnlock
+        self.contexts = AuthenticationContexts(
+            lockCount: { [keychain] in keychain.lockCount() },
+            isRunning: AgentService.isRunning)
         let exits = Self.makeExitWatch()
         self.sessions = SessionTracker(exits: exits)
         followLoginProcesses(exits)
@@ -41,9 +46,11 @@ package final class AgentService: Sendable {
 
     /// Answers one request. `peer` names the process at the other end of the connection (asked only
     /// when a session opens, while that process still waits for the answer). `authorization` is the
-    /// connection's: `authorizeGroups` widens it for the connection's later requests.
+    /// connection's: `authorizeGroups` widens it for the connection's later requests. `process` is the
+    /// process that wrote the request, when the connection's identity vouches for it (its
+    /// authentication contexts are its own); nil: it can use none.
     func handle(
-        _ request: Request, caller: Caller, authorization: inout GroupAuthorization,
+        _ request: Request, caller: Caller, authorization: inout GroupAuthorization, process: ContextOwner? = nil,
         clientGone: () -> Bool = { false }, peer: () -> PeerProcess = { .unknown(reason: "no connection") }
     ) -> Response {
         switch request {
@@ -61,29 +68,52 @@ package final class AgentService: Sendable {
                     ]))
             case .add(let attributes):
                 return .ok(
-                    try withUserChecks(caller, clientGone: clientGone) { checks throws(SecError) in
+                    try withUserChecks(
+                        caller, context: try context(in: attributes, of: process),
+                        password: try applicationPassword(in: attributes), clientGone: clientGone
+                    ) {
+                        checks throws(SecError) in
                         try keychain.add(attributes, caller: caller, checks: checks)
                     })
             case .copyMatching(let query):
                 return .ok(
-                    try withUserChecks(caller, clientGone: clientGone) { checks throws(SecError) in
+                    try withUserChecks(
+                        caller, context: try context(in: query, of: process),
+                        password: try applicationPassword(in: query), clientGone: clientGone
+                    ) {
+                        checks throws(SecError) in
                         try keychain.copyMatching(query, caller: caller, checks: checks)
                     })
             case .update(let query, let attributes):
-                try withUserChecks(caller, clientGone: clientGone) { checks throws(SecError) in
+                try withUserChecks(
+                    caller, context: try context(in: query, of: process), password: try applicationPassword(in: query),
+                    clientGone: clientGone
+                ) {
+                    checks throws(SecError) in
                     try keychain.update(query, attributes, caller: caller, checks: checks)
                 }
                 return .ok(nil)
             case .delete(let query):
+                // A context that cannot serve fails every call it is given to, as Apple's.
+                if let context = try context(in: query, of: process) {
+                    _ = try contexts.evaluation(context.handle, of: context.owner)
+                }
                 try keychain.delete(query, caller: caller)
                 return .ok(nil)
             case .keyOperation(let operation):
                 return .ok(
-                    try withUserChecks(caller, clientGone: clientGone) { checks throws(SecError) in
+                    try withUserChecks(caller, context: try context(in: operation, of: process), clientGone: clientGone)
+                    {
+                        checks throws(SecError) in
                         try keychain.keyOperation(operation, caller: caller, checks: checks)
                     })
             case .generateKey(let parameters):
                 return .ok(try keychain.generateKey(parameters, caller: caller))
+            case .evaluateContext(let fields):
+                return .ok(try evaluateContext(fields, caller: caller, process: process))
+            case .invalidateContext(let handle):
+                if let process { contexts.invalidate(handle, of: process) }
+                return .ok(nil)
             case .status:
                 return .ok(statusValue())
             case .create(let password, let options):
@@ -165,11 +195,26 @@ package final class AgentService: Sendable {
     /// the check runs here, and the request is repeated with the check granted in this request's own
     /// session, which no other request sees. The items a repeat needs can differ (the keychain changed
     /// meanwhile): a few rounds, then errSecAuthFailed, like Apple's client (which retries up to 20).
+    ///
+    /// With an authentication context (`kSecUseAuthenticationContext`, docs/ACCESS-CONTROL.md §7), the
+    /// checks it passed within its window are granted to the session before the request runs (so no
+    /// prompt, and `kSecUseAuthenticationUIFail` or Skip find the items covered); a check asked for
+    /// here is recorded in the context, which then serves later requests of its process.
+    ///
+    /// `password` is the request's application password (`LAContext.setCredential`); items sealed under
+    /// one (docs/ACCESS-CONTROL.md §8) have their keys derived from it in phase two, or from the password
+    /// asked for there when the request brought none. It lives as long as the request's session.
     private func withUserChecks<T>(
-        _ caller: Caller, clientGone: () -> Bool, _ body: (UserCheckSession?) throws(SecError) -> T
+        _ caller: Caller, context: (handle: [UInt8], owner: ContextOwner)? = nil, password: SecretBytes? = nil,
+        clientGone: () -> Bool, _ body: (UserCheckSession?) throws(SecError) -> T
     ) throws(SecError) -> T {
+        let evaluated = try context.flatMap { (context) throws(SecError) in
+            try contexts.evaluation(context.handle, of: context.owner)
+        }
         guard let presence else { return try body(nil) }
         let session = UserCheckSession()
+        if let evaluated { session.grantEvaluation(evaluated) }
+        if let password { session.setApplicationPassword(password) }
         for round in 0..<3 {
             do {
                 return try body(session)
@@ -179,8 +224,18 @@ package final class AgentService: Sendable {
                 guard let requirement = session.pending else {
                     throw SecError(SecStatus.internalComponent, "a user check was asked for without a requirement")
                 }
-                let passed = try presence.check(requirement, caller: caller, clientGone: clientGone)
-                session.grant(requirement, passed: passed)
+                let locks = keychain.lockCount()
+                let passed =
+                    requirement.constraints.isEmpty
+                    ? [] : try presence.check(requirement, caller: caller, clientGone: clientGone)
+                if (!requirement.boxes.isEmpty || requirement.newBox) && session.applicationPassword == nil {
+                    session.setApplicationPassword(try presence.applicationPassword(requirement, caller: caller))
+                }
+                session.grant(
+                    requirement, passed: passed, applicationKeys: try session.applicationKeys(for: requirement))
+                if let context {
+                    contexts.record(passed, for: context.handle, of: context.owner, lockCount: locks)
+                }
                 AgentLog.info(
                     "user check passed for pid \(caller.pid) (\(requirement.items.count) protected item(s))")
             }

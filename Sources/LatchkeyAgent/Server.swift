@@ -162,8 +162,13 @@ package final class AgentServer: @unchecked Sendable {
                     message: "only root (pam_latchkey, in the login process) may open or close login sessions")
             } else {
                 let decided = policy.caller(for: &connection)
+                // Contexts belong to the process the connection's identity vouches for (docs/IDENTITY.md):
+                // none for a connection whose requests may come from another process.
+                let process =
+                    connection.standing == .confirmed
+                    ? connection.identity.started.map { ContextOwner(pid: connection.identity.pid, started: $0) } : nil
                 response = service.handle(
-                    request, caller: decided, authorization: &connection.authorization,
+                    request, caller: decided, authorization: &connection.authorization, process: process,
                     clientGone: { Self.hasHungUp(fd) }
                 ) {
                     PeerProcess.of(connection: fd, pid: caller.pid) { mailbox.room.request(wake: mailbox.wake) }

@@ -1,6 +1,7 @@
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecretService
+import LatchkeySecrets
 import LatchkeySystem
 
 #if canImport(Glibc)
@@ -52,18 +53,23 @@ package final class UserPresence: Sendable {
         let pid: Int32
         /// The PAM services to run, in order; every one must pass.
         let services: [String]
+        /// Asks for an application password rather than running a PAM stack.
+        let asksApplicationPassword: Bool
         /// Guarded by the monitor.
         var outcome: PAMUserCheck.Outcome?
+        /// The application password answered (guarded by the monitor; taken once).
+        var password: SecretBytes?
         /// Guarded by the monitor: the worker took the job.
         var running = false
         /// Guarded by the monitor: its client went away; no further transaction starts for it.
         var dismissed = false
         /// Guarded by the monitor: the conversation of the transaction running for it.
         var conversation: PinentryConversation?
-        init(description: String, pid: Int32, services: [String]) {
+        init(description: String, pid: Int32, services: [String] = [], asksApplicationPassword: Bool = false) {
             self.description = description
             self.pid = pid
             self.services = services
+            self.asksApplicationPassword = asksApplicationPassword
         }
     }
 
@@ -102,9 +108,31 @@ package final class UserPresence: Sendable {
         guard user != nil else { throw SecError(SecStatus.authFailed, "the agent's user has no name") }
         let job = Job(
             description: Self.description(requirement, caller: caller), pid: caller.pid, services: plan.services)
+        try run(job, clientGone: clientGone)
+        return plan.passed
+    }
+
+    /// Asks the user, through the prompter, for the application password of the items `requirement`
+    /// names (docs/ACCESS-CONTROL.md §8), in the same queue as the checks. errSecUserCanceled when
+    /// cancelled or not answered in time, errSecInteractionNotAllowed when nobody can be asked.
+    func applicationPassword(_ requirement: UserCheckRequirement, caller: Caller, clientGone: () -> Bool = { false })
+        throws(SecError) -> SecretBytes
+    {
+        let job = Job(
+            description: Self.description(requirement, caller: caller, applicationPassword: true), pid: caller.pid,
+            asksApplicationPassword: true)
+        try run(job, clientGone: clientGone)
+        guard let password = monitor.locked({ job.password }) else {
+            throw SecError(SecStatus.userCanceled, "no application password was given")
+        }
+        return password
+    }
+
+    /// Queues `job`, waits for its outcome (dismissing it if its client goes) and throws unless it passed.
+    private func run(_ job: Job, clientGone: () -> Bool) throws(SecError) {
         let admitted = monitor.locked { () -> (queued: Bool, startWorker: Bool) in
             guard queue.count < Self.maximumWaiting,
-                queue.filter({ $0.pid == caller.pid }).count < Self.maximumWaitingPerProcess
+                queue.filter({ $0.pid == job.pid }).count < Self.maximumWaitingPerProcess
             else { return (false, false) }
             queue.append(job)
             defer { working = true }
@@ -123,7 +151,7 @@ package final class UserPresence: Sendable {
             throw SecError(SecStatus.userCanceled, "the client closed its connection; its user check was dismissed")
         }
         switch monitor.locked({ job.outcome! }) {
-        case .passed: return plan.passed
+        case .passed: return
         case .cancelled: throw SecError(SecStatus.userCanceled, "the user check was cancelled or timed out")
         case .noInteraction: throw SecError(SecStatus.interactionNotAllowed, "the user check could not be shown")
         case .failed: throw SecError(SecStatus.authFailed, "the user check failed")
@@ -155,7 +183,28 @@ package final class UserPresence: Sendable {
                 return queue.first
             }) {
                 var outcome = PAMUserCheck.Outcome.failed
-                for service in job.services {
+                var password: SecretBytes?
+                if job.asksApplicationPassword {
+                    let conversation = PinentryConversation(prompter: prompter, description: job.description)
+                    let dismissed = monitor.locked { () -> Bool in
+                        job.conversation = conversation
+                        return job.dismissed
+                    }
+                    if dismissed {
+                        outcome = .cancelled
+                    } else {
+                        switch conversation.ask("Application password:") {
+                        case .answer(let answer):
+                            password = answer
+                            outcome = .passed
+                        case .cancelled, .timedOut: outcome = .cancelled
+                        case .failed: outcome = .noInteraction
+                        }
+                    }
+                    monitor.locked { job.conversation = nil }
+                    conversation.close()
+                }
+                for service in job.asksApplicationPassword ? [] : job.services {
                     let conversation = PinentryConversation(prompter: prompter, description: job.description)
                     let dismissed = monitor.locked { () -> Bool in
                         job.conversation = conversation
@@ -173,6 +222,7 @@ package final class UserPresence: Sendable {
                     if outcome != .passed { break }
                 }
                 monitor.locked {
+                    job.password = password
                     job.outcome = outcome
                     queue.removeFirst()
                 }
@@ -218,14 +268,20 @@ package final class UserPresence: Sendable {
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// The prompt's text: which program asks, what it wants to do with which items, and its reason
-    /// (`kSecUseOperationPrompt`). Every part the caller controls is sanitised and bounded.
-    static func description(_ requirement: UserCheckRequirement, caller: Caller) -> String {
+    /// The prompt's text: which program asks, what it wants to do with which items (or that it needs
+    /// their application password), and its reason (`kSecUseOperationPrompt`). Every part the caller
+    /// controls is sanitised and bounded.
+    static func description(_ requirement: UserCheckRequirement, caller: Caller, applicationPassword: Bool = false)
+        -> String
+    {
         var program = caller.executable ?? "process \(caller.pid)"
         if let application = caller.accessGroups.first, application != Caller.defaultAccessGroup {
             program = "\(application) (\(program))"
         }
-        var text = "\(printable(program, limit: 300)) wants to \(action(requirement))."
+        var text =
+            applicationPassword
+            ? "\(printable(program, limit: 300)) needs the application password to \(action(requirement))."
+            : "\(printable(program, limit: 300)) wants to \(action(requirement))."
         if let prompt = requirement.prompt, !prompt.isEmpty { text += "\n\n" + printable(prompt, limit: 500) }
         return text
     }

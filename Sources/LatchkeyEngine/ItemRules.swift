@@ -220,7 +220,7 @@ struct ItemRules {
             now = previous.nextUp
         }
         attributes[SecAttr.modificationDate] = .date(now)
-        let secret = try changes.data ?? ItemSealer.openSecret(item)
+        let secret = try ApplicationPassword.secretForRewrite(item, changes)
         // A Secret Service item's attribute map follows its svce/acct (docs/SECRET-SERVICE.md §1).
         let secretService = item.secretService?.applying(secItemChanges: changes.attributes)
         let row = try ItemSealer.seal(

@@ -18,6 +18,9 @@ struct OpenItem {
     /// What a Secret Service item carries besides its genp attributes (docs/SECRET-SERVICE.md §1.1);
     /// nil for items made through SecItem. Never part of `attributes`, so SecItem callers never see it.
     var secretService: SecretServiceData? = nil
+    /// The key of the item's application-password box, when the request's password gave it
+    /// (`PresenceGate`); `ItemSealer.openSecret` needs it for such an item.
+    var applicationKey: SecretBytes? = nil
 }
 
 /// Seals and opens store rows, and computes the keyed hashes (docs/STORE.md, the normative description).
@@ -135,6 +138,17 @@ enum ItemSealer {
 
     /// Opens the secret of an opened item.
     static func openSecret(_ item: OpenItem) throws(SecError) -> [UInt8] {
+        let stored = try openStoredSecret(item)
+        guard try item.accessControl()?.flags.contains(.applicationPassword) == true else { return stored }
+        // Sealed under an application password (docs/ACCESS-CONTROL.md §8): only its key opens it.
+        guard let key = item.applicationKey else {
+            throw SecError(SecStatus.interactionNotAllowed, "the item needs its application password")
+        }
+        return try ApplicationPassword.unwrap(stored, key: key)
+    }
+
+    /// The secret as stored: for an item with an application password, its box.
+    static func openStoredSecret(_ item: OpenItem) throws(SecError) -> [UInt8] {
         do {
             return try AES256GCM.open(
                 item.row.secret, key: item.itemKey,

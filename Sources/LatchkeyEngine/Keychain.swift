@@ -61,6 +61,8 @@ package final class Keychain: @unchecked Sendable {
     {
         var request = try DictionaryParser.parseAdd(dictionary)
         try gate.admit(&request, caller: caller)
+        // Before the mutex: the application password's derivation takes a fraction of a second.
+        try ApplicationPassword.seal(&request, session: checks)
         return try withItems(for: caller, checks: checks) { items throws(SecError) in try items.add(request) }
     }
 
@@ -151,6 +153,7 @@ package final class Keychain: @unchecked Sendable {
             #if DEBUG
                 generated = privateMaterial.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
             #endif
+            try ApplicationPassword.checkSupported(pair.privateRequest.accessControl, itemClass: .key)
             try gate.admit(&pair.privateRequest, caller: caller)
             if var publicRequest = pair.publicRequest {
                 try gate.admit(&publicRequest, caller: caller)
@@ -233,6 +236,12 @@ package final class Keychain: @unchecked Sendable {
     /// Which keys are held now (cheaper than `status`, which also reads the out-of-step marker).
     package func heldKeys() -> HeldKeys {
         lockState.heldKeys()
+    }
+
+    /// How many times class keys were dropped (a lock of any kind, a replaced keybag) since the agent
+    /// started: what was granted before a lock compares it to refuse itself after one.
+    package func lockCount() -> UInt64 {
+        lockState.dropCount()
     }
 
     /// Registers (or with nil removes) the one observer of lock-state changes. It runs on the thread

@@ -22,6 +22,9 @@ final class LockState: @unchecked Sendable {
     private let mutex: EngineMutex
     /// The class keys held now (mutex held).
     private(set) var keys = KeyState()
+    /// How many times keys were dropped (mutex held): a user check's right that outlives a lock must not
+    /// (docs/ACCESS-CONTROL.md §7), and its holder compares this count rather than hear each lock.
+    private var drops: UInt64 = 0
     private var keybag: Keybag?
     /// Identity of the keybag file `keybag` was read from, to notice a replacement by another
     /// process (pam_latchkey changing the password, or creating the keybag at first login).
@@ -49,6 +52,11 @@ final class LockState: @unchecked Sendable {
     /// Runs `body` with the store and the keys held now, under the engine's mutex.
     func withStore<T>(_ body: (Store, KeyState) throws(SecError) -> T) throws(SecError) -> T {
         try mutex.locked { () throws(SecError) -> T in try body(try store(), keys) }
+    }
+
+    /// How many times keys were dropped so far (a lock, a replaced keybag).
+    func dropCount() -> UInt64 {
+        mutex.withLock { drops }
     }
 
     /// Which keys are held now.
@@ -257,7 +265,11 @@ final class LockState: @unchecked Sendable {
     /// Drops the WhenUnlocked family of class keys (screen lock), or all password-protected ones (logout).
     /// Returns whether any key was held, so callers can tell a lock from a no-op.
     func lock(all: Bool) -> Bool {
-        let dropped = mutex.withLock { keys.drop(all: all) }
+        let dropped = mutex.withLock { () -> Bool in
+            let dropped = keys.drop(all: all)
+            if dropped { drops &+= 1 }
+            return dropped
+        }
         if dropped { notifyChanged() }
         return dropped
     }
@@ -342,6 +354,7 @@ final class LockState: @unchecked Sendable {
             return
         }
         keys.dropEverything()
+        drops &+= 1
         keybag = nil
         storage?.close()
         storage = nil

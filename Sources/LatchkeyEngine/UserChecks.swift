@@ -1,5 +1,14 @@
 import LatchkeyModel
+import LatchkeySecrets
 import LatchkeySystem
+
+/// An item whose secret is sealed under an application password (docs/ACCESS-CONTROL.md §8), and what
+/// its key is derived with.
+package struct ApplicationBox: Sendable, Equatable {
+    /// The item's persistent reference.
+    package let item: [UInt8]
+    package let derivation: ApplicationPassword.Derivation
+}
 
 /// What a request met that needs the user present before it may go on (phase one of
 /// docs/ACCESS-CONTROL.md §3): which items, what each one asks for, and the prompt's text. The engine
@@ -19,6 +28,17 @@ package struct UserCheckRequirement: Sendable, Equatable {
     /// The items as the prompt names them (`UserCheckItemName`), at most `UserCheckItemName.maximum`;
     /// `items.count` says how many there are in all.
     package var names: [UserCheckItemName] = []
+    /// The items sealed under an application password whose key the request needs (derived in phase
+    /// two from the request's password, which is asked for when the request brought none).
+    package var boxes: [ApplicationBox] = []
+    /// A new item is to be sealed under an application password the request did not bring.
+    package var newBox = false
+
+    /// A requirement that names no item: what `LAContext.evaluatePolicy` asks the user for
+    /// (docs/ACCESS-CONTROL.md §7), checked like an item's and granted to no session.
+    package static func evaluation(_ constraint: AccessConstraint, prompt: String?) -> UserCheckRequirement {
+        UserCheckRequirement(serial: 0, items: [], constraints: [constraint], prompt: prompt)
+    }
 }
 
 /// What a request wants to do with the items that need a check, as the prompt says it.
@@ -69,6 +89,13 @@ package final class UserCheckSession: Sendable {
         var serial: UInt64 = 0
         var pending: UserCheckRequirement?
         var granted: (items: Set<[UInt8]>, passed: Set<UserCheckKind>)?
+        /// The checks an `LAContext` passed within its reuse window (`kSecUseAuthenticationContext`):
+        /// they cover every item whose constraint they satisfy, as Apple's evaluated context does.
+        var evaluated: Set<UserCheckKind>?
+        /// The application password of this request (`LAContext.setCredential`, or asked for), never kept
+        /// beyond it, and the keys derived from it, by item.
+        var applicationPassword: SecretBytes?
+        var applicationKeys: [[UInt8]: SecretBytes] = [:]
     }
     private let state = Locked(State())
 
@@ -77,13 +104,53 @@ package final class UserCheckSession: Sendable {
     /// What the engine's last errSecAuthNeeded asked for.
     package var pending: UserCheckRequirement? { state.withLock { $0.pending } }
 
+    /// The request's application password, if it brought one or it was asked for.
+    package var applicationPassword: SecretBytes? { state.withLock { $0.applicationPassword } }
+
+    /// Sets the request's application password (from the request, or the prompt).
+    package func setApplicationPassword(_ password: SecretBytes) {
+        state.withLock { $0.applicationPassword = password }
+    }
+
+    /// The key of the application-password box of item `ref`, once phase two derived it.
+    func applicationKey(for ref: [UInt8]) -> SecretBytes? {
+        state.withLock { $0.applicationKeys[ref] }
+    }
+
+    /// Derives, with the request's application password, the key of every box `requirement` names
+    /// (Argon2id each, one derivation at a time in the agent: never with the engine's mutex held).
+    package func applicationKeys(for requirement: UserCheckRequirement) throws(SecError) -> [[UInt8]: SecretBytes] {
+        guard !requirement.boxes.isEmpty else { return [:] }
+        guard let password = applicationPassword else {
+            throw SecError(SecStatus.interactionNotAllowed, "the item needs its application password")
+        }
+        // Each box has its own salt, so its own derivation (64 MiB, a fraction of a second, one at a time):
+        // a bounded number per request, so that one query cannot hold the others' up for minutes.
+        guard requirement.boxes.count <= ApplicationPassword.maximumBoxesPerRequest else {
+            throw .param(
+                "more than \(ApplicationPassword.maximumBoxesPerRequest) items sealed under an application "
+                    + "password in one request: narrow the query")
+        }
+        var keys: [[UInt8]: SecretBytes] = [:]
+        for box in requirement.boxes where keys[box.item] == nil {
+            keys[box.item] = try ApplicationPassword.derivingOneAtATime {
+                () throws(SecError) -> SecretBytes in try ApplicationPassword.deriveKey(password, box.derivation)
+            }
+        }
+        return keys
+    }
+
     /// Records that the user passed `passed` for `requirement`, which must be the pending one (a stale or
-    /// foreign requirement grants nothing). Returns whether it was taken.
+    /// foreign requirement grants nothing), and the application keys derived for its boxes. Returns
+    /// whether it was taken.
     @discardableResult
-    package func grant(_ requirement: UserCheckRequirement, passed: Set<UserCheckKind>) -> Bool {
+    package func grant(
+        _ requirement: UserCheckRequirement, passed: Set<UserCheckKind>, applicationKeys: [[UInt8]: SecretBytes] = [:]
+    ) -> Bool {
         state.withLock { state in
             guard state.pending == requirement else { return false }
             state.pending = nil
+            state.applicationKeys.merge(applicationKeys) { $1 }
             var items = state.granted?.items ?? []
             var kinds = state.granted?.passed ?? []
             items.formUnion(requirement.items)
@@ -93,9 +160,18 @@ package final class UserCheckSession: Sendable {
         }
     }
 
+    /// Records the checks the request's authentication context passed within its reuse window
+    /// (docs/ACCESS-CONTROL.md §7), before the request runs: they cover any item whose constraint they
+    /// satisfy, which `covers` decides per item as for any grant. Only the agent's context registry,
+    /// which binds a context to its process, gives them.
+    package func grantEvaluation(_ passed: Set<UserCheckKind>) {
+        state.withLock { state in state.evaluated = (state.evaluated ?? []).union(passed) }
+    }
+
     /// Whether a grant of this session covers `ref` under `constraint`.
     func covers(_ ref: [UInt8], _ constraint: AccessConstraint) -> Bool {
         state.withLock { state in
+            if let evaluated = state.evaluated, constraint.isSatisfied(by: evaluated) { return true }
             guard let granted = state.granted, granted.items.contains(ref) else { return false }
             return constraint.isSatisfied(by: granted.passed)
         }
@@ -104,13 +180,13 @@ package final class UserCheckSession: Sendable {
     /// Records a new requirement and returns the error that carries the request back to the agent.
     func require(
         items: [[UInt8]], constraints: [AccessConstraint], prompt: String?, operation: UserCheckOperation = .read,
-        names: [UserCheckItemName] = []
+        names: [UserCheckItemName] = [], boxes: [ApplicationBox] = [], newBox: Bool = false
     ) -> SecError {
         state.withLock { state in
             state.serial &+= 1
             state.pending = UserCheckRequirement(
                 serial: state.serial, items: items, constraints: constraints, prompt: prompt, operation: operation,
-                names: names)
+                names: names, boxes: boxes, newBox: newBox)
         }
         return SecError(SecStatus.authNeeded, "a user check is needed")
     }
@@ -134,17 +210,32 @@ struct PresenceGate {
         var kept: [Element] = []
         var needed: [(ref: [UInt8], constraint: AccessConstraint)] = []
         var nameOf: [[UInt8]: UserCheckItemName] = [:]
+        var boxes: [ApplicationBox] = []
         for element in elements {
             var uncovered: [(ref: [UInt8], constraint: AccessConstraint)] = []
+            var unopened: [ApplicationBox] = []
             for item in protectedItems(element) {
-                guard let constraint = try item.accessControl()?.constraint else { continue }
-                if session?.covers(item.persistentRef, constraint) != true {
+                guard let control = try item.accessControl() else { continue }
+                if let constraint = control.constraint, session?.covers(item.persistentRef, constraint) != true {
                     uncovered.append((item.persistentRef, constraint))
                     if ui == .allow { nameOf[item.persistentRef] = UserCheckItemName(item) }
                 }
+                if control.flags.contains(.applicationPassword), session?.applicationKey(for: item.persistentRef) == nil
+                {
+                    let box = try ItemSealer.openStoredSecret(item)
+                    unopened.append(
+                        ApplicationBox(
+                            item: item.persistentRef, derivation: try ApplicationPassword.derivation(of: box)))
+                }
             }
-            if uncovered.isEmpty {
-                kept.append(element)
+            if uncovered.isEmpty && unopened.isEmpty {
+                kept.append(Self.withApplicationKeys(element, from: session))
+                continue
+            }
+            // A password the request brought needs no UI: its keys are derived in phase two whatever
+            // kSecUseAuthenticationUI says. Without one, asking for it is a prompt like any other.
+            if uncovered.isEmpty, session?.applicationPassword != nil {
+                boxes += unopened
                 continue
             }
             switch ui {
@@ -159,9 +250,10 @@ struct PresenceGate {
                     )
                 }
                 needed += uncovered
+                boxes += unopened
             }
         }
-        guard let session, !needed.isEmpty else { return kept }
+        guard let session, !needed.isEmpty || !boxes.isEmpty else { return kept }
         var refs: [[UInt8]] = []
         var constraints: [AccessConstraint] = []
         for (ref, constraint) in needed {
@@ -170,7 +262,17 @@ struct PresenceGate {
         }
         let names = refs.prefix(UserCheckItemName.maximum).compactMap { nameOf[$0] }
         throw session.require(
-            items: refs, constraints: constraints, prompt: prompt, operation: operation, names: names)
+            items: refs, constraints: constraints, prompt: prompt, operation: operation, names: names, boxes: boxes)
+    }
+
+    /// `element` with the application keys the session holds for it (an item read by itself; the other
+    /// elements, identities, never carry an application password: `ApplicationPassword.checkSupported`).
+    private static func withApplicationKeys<Element>(_ element: Element, from session: UserCheckSession?) -> Element {
+        guard var item = element as? OpenItem, let key = session?.applicationKey(for: item.persistentRef) else {
+            return element
+        }
+        item.applicationKey = key
+        return item as? Element ?? element
     }
 
     /// `admit` for items whose secret the request needs, each one of them.

@@ -108,8 +108,9 @@ package struct AccessControl: Sendable, Hashable {
         }
     }
 
-    /// Whether reading the item's secret, changing it, or using its key needs a user check.
-    package var needsUserCheck: Bool { constraint != nil }
+    /// Whether reading the item's secret, changing it, or using its key needs a user check, or the
+    /// application password its secret is sealed under (which only a SecItem request brings).
+    package var needsUserCheck: Bool { constraint != nil || flags.contains(.applicationPassword) }
 
     // MARK: - Encoding (docs/STORE.md, "The access control")
 

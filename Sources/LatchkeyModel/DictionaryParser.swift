@@ -353,6 +353,17 @@ package enum DictionaryParser {
             guard case .string = value else { throw .param("kSecUseOperationPrompt must be a string") }
         case SecKeys.useNoAuthenticationUI:
             guard case .bool = value else { throw .param("kSecUseNoAuthenticationUI must be a boolean") }
+        case SecKeys.useAuthenticationContext:
+            // The library sends an LAContext as the handle the agent gave it; the agent's request layer
+            // decides what it is worth (docs/ACCESS-CONTROL.md §7). Anything else is not an LAContext.
+            guard case .data(let handle) = value, handle.count == SecKeys.authenticationContextLength else {
+                throw .param("kSecUseAuthenticationContext must be an LAContext")
+            }
+        case SecKeys.useApplicationPassword:
+            // Read by the agent's request layer (docs/ACCESS-CONTROL.md §8); the engine never sees it.
+            guard case .data(let password) = value, password.count <= 4096 else {
+                throw .param("the application password must be data of at most 4096 bytes")
+            }
         default:
             throw .param("use key '\(key)' is not supported")
         }

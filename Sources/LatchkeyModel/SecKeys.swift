@@ -50,6 +50,11 @@ package enum SecKeys {
     package static let useOperationPrompt = "u_OpPrompt"
     package static let useNoAuthenticationUI = "u_NoAuthUI"
     package static let useAuthenticationContext = "u_AuthCtx"
+    /// Bytes of the handle an `LAContext` is sent as under `u_AuthCtx` (the agent's, docs/PROTOCOL.md).
+    package static let authenticationContextLength = 32
+    /// latchkey's own: the application password of the request's `LAContext` (`setCredential`), which
+    /// Apple carries inside the context (docs/PROTOCOL.md, "Authentication contexts").
+    package static let useApplicationPassword = "u_AppPwd"
     package static let useDataProtectionKeychain = "nleg"
 
     // Attribute values that are strings.

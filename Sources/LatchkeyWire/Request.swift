@@ -19,6 +19,11 @@ package enum Opcode: UInt8, Sendable, CaseIterable {
     case keyOperation = 0x14
     /// `SecKeyCreateRandomKey` for a key that is stored at once (`kSecAttrIsPermanent`).
     case generateKey = 0x15
+    /// `LAContext`: make an authentication context of the calling process, or evaluate or update one
+    /// (docs/ACCESS-CONTROL.md §7); answers its handle.
+    case evaluateContext = 0x16
+    /// `LAContext.invalidate()`: the context never serves again.
+    case invalidateContext = 0x17
     /// Keychain state; no body.
     case status = 0x20
     /// Create the keychain with a password.
@@ -91,6 +96,10 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     case keyOperation(SecDictionary)
     /// Opcode 0x15: the `SecKeyCreateRandomKey` parameters.
     case generateKey(SecDictionary)
+    /// An authentication context: `ContextField` keys (docs/PROTOCOL.md, "evaluateContext").
+    case evaluateContext(SecDictionary)
+    /// The handle of a context to invalidate (`contextHandleLength` bytes).
+    case invalidateContext(handle: [UInt8])
     /// Opcode 0x20.
     case status
     /// Opcode 0x21: the new keychain's password and options ("argon2.t", "argon2.m", "argon2.p", ...).
@@ -126,6 +135,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     package static let handoffKeyLength = 32
     /// Length of a session token.
     package static let sessionTokenLength = 16
+    /// Bytes of an authentication context's handle (`SecKeys.authenticationContextLength`).
+    package static let contextHandleLength = SecKeys.authenticationContextLength
     /// The key of the logind session id in the details of `sessionOpenWithDetails`.
     package static let logindSessionKey = "logind"
     /// The longest logind session id accepted (systemd's are at most 21 characters: "c" and a counter, or
@@ -152,6 +163,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .delete: .delete
         case .keyOperation: .keyOperation
         case .generateKey: .generateKey
+        case .evaluateContext: .evaluateContext
+        case .invalidateContext: .invalidateContext
         case .status: .status
         case .create: .create
         case .unlock: .unlock
@@ -172,6 +185,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     package static func == (a: Request, b: Request) -> Bool {
         switch (a, b) {
         case (.hello, .hello), (.status, .status): true
+        case (.evaluateContext(let x), .evaluateContext(let y)): x == y
+        case (.invalidateContext(let x), .invalidateContext(let y)): x == y
         case (.add(let x), .add(let y)), (.copyMatching(let x), .copyMatching(let y)), (.delete(let x), .delete(let y)),
             (.keyOperation(let x), .keyOperation(let y)), (.generateKey(let x), .generateKey(let y)):
             x == y
@@ -200,7 +215,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
             SecValue.dictionary(query).wipeDataInPlace()
             SecValue.dictionary(attributes).wipeDataInPlace()
         case .hello, .status, .create, .unlock, .lock, .changePassword, .authorizeGroups, .keyHandoff, .sessionOpen,
-            .sessionClose, .sessionOpenWithDetails:
+            .sessionClose, .sessionOpenWithDetails, .evaluateContext, .invalidateContext:
             break  // secrets here are SecretBytes, which wipe themselves
         }
     }
@@ -242,6 +257,10 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
             out.appendSecret(factor ?? SecretBytes(count: 0))
         case .sessionOpen(let token), .sessionClose(let token):
             out += token
+        case .evaluateContext(let d):
+            ValueCodec.encode(.dictionary(d), into: &out)
+        case .invalidateContext(let handle):
+            out += handle
         case .sessionOpenWithDetails(let token, let logindSession):
             out += token
             ValueCodec.encode(.dictionary(Self.sessionDetails(logindSession)), into: &out)
@@ -267,6 +286,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .authorizeGroups(let p, let g): header + secretHeader + p.count + ValueCodec.encodedSize(Self.groupList(g))
         case .keyHandoff(let m, let d): header + 2 * secretHeader + m.count + (d?.count ?? 0)
         case .sessionOpen(let t), .sessionClose(let t): header + t.count
+        case .evaluateContext(let d): header + ValueCodec.encodedSize(.dictionary(d))
+        case .invalidateContext(let handle): header + handle.count
         case .sessionOpenWithDetails(let t, let logindSession):
             header + t.count + ValueCodec.encodedSize(.dictionary(Self.sessionDetails(logindSession)))
         }
@@ -314,6 +335,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .delete: request = .delete(try reader.dictionary())
         case .keyOperation: request = .keyOperation(try reader.dictionary())
         case .generateKey: request = .generateKey(try reader.dictionary())
+        case .evaluateContext: request = .evaluateContext(try reader.dictionary())
+        case .invalidateContext: request = .invalidateContext(handle: Array(try reader.bytes(contextHandleLength)))
         case .update:
             let query = try reader.dictionary()
             request = .update(query: query, attributes: try reader.dictionary())

@@ -149,11 +149,16 @@ final class AccessControlReviewTests: AccessControlTestCase {
             var error: Unmanaged<CFError>?
             let made = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, flags, &error)
             let control = try XCTUnwrap(made, "flags \(flags.rawValue)")
+            // `.applicationPassword` now seals the secret under the application's password
+            // (docs/ACCESS-CONTROL.md §8), which the add brings rather than be asked for it.
+            let context = LAContext()
+            context.setCredential(Data("app".utf8), type: .applicationPassword)
             let status = SecItemAdd(
                 [
                     kSecClass: kSecClassGenericPassword, kSecAttrService: "ac",
                     kSecAttrAccount: "plain\(flags.rawValue)",
                     kSecAttrAccessControl: control, kSecValueData: Data("x".utf8),
+                    kSecUseAuthenticationContext: context,
                 ] as CFDictionary, nil)
             XCTAssertEqual(status, errSecSuccess, "flags \(flags.rawValue)")
         }

@@ -6,6 +6,8 @@
 //
 //   latchkey-probe add SERVICE ACCOUNT DATA [GROUP]     -> status
 //   latchkey-probe find SERVICE ACCOUNT [GROUP]         -> status data
+//   latchkey-probe find-with-context SERVICE ACCOUNT HEX -> status data (HEX: another process's
+//                                                          LAContext handle, sent as kSecUseAuthenticationContext)
 //   latchkey-probe update SERVICE ACCOUNT DATA          -> status
 //   latchkey-probe delete SERVICE ACCOUNT               -> status
 //   latchkey-probe list                                 -> status group/service/account;...
@@ -63,6 +65,13 @@ func run(_ arguments: [String]) -> String? {
     case ("find", 2), ("find", 3):
         var query = genp(rest[0], rest[1], group: rest.count == 3 ? rest[2] : nil)
         query[kSecReturnData as String] = true
+        let (status, result) = copy(query)
+        return "\(status)" + ((result as? Data).map { " " + String(decoding: $0, as: UTF8.self) } ?? "")
+    case ("find-with-context", 3):
+        guard let handle = bytes(hex: rest[2]) else { return nil }
+        var query = genp(rest[0], rest[1])
+        query[kSecReturnData as String] = true
+        query[kSecUseAuthenticationContext as String] = handle
         let (status, result) = copy(query)
         return "\(status)" + ((result as? Data).map { " " + String(decoding: $0, as: UTF8.self) } ?? "")
     case ("update", 3):

@@ -86,10 +86,13 @@ final class CapsTests: XCTestCase {
         XCTAssertEqual(wireError { try Request.decode([0x01]) }, .truncated)
         XCTAssertEqual(wireError { try Request.decode([0x02]) }, .unsupportedVersion(2))
         XCTAssertEqual(wireError { try Request.decode([0x00, 0x01]) }, .unsupportedVersion(0))
-        for op: UInt8 in [0x00, 0x02, 0x16, 0x26, 0x34, 0x3f, 0x40, 0xff] {
+        for op: UInt8 in [0x00, 0x02, 0x18, 0x26, 0x34, 0x3f, 0x40, 0xff] {
             XCTAssertEqual(wireError { try Request.decode([0x01, op]) }, .unknownOpcode(op))
         }
         isMalformed(wireError { try Request.decode([0x01, 0x23, 0x02]) })
+        // invalidateContext carries exactly a 32-byte handle.
+        XCTAssertEqual(wireError { try Request.decode([0x01, 0x17] + [UInt8](repeating: 1, count: 31)) }, .truncated)
+        isMalformed(wireError { try Request.decode([0x01, 0x17] + [UInt8](repeating: 1, count: 33)) })
         XCTAssertEqual(try Request.decode([0x01, 0x23, 0x01]), .lock(all: true))
         // A body that is a value but not a dictionary.
         isMalformed(wireError { try Request.decode([0x01, 0x10, 0x09]) })

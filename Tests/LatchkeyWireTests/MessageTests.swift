@@ -15,6 +15,8 @@ final class MessageTests: XCTestCase {
             .copyMatching(query),
             .update(query: query, attributes: ["labl": .string("new")]),
             .delete(query),
+            .evaluateContext(["policy": .int(1), "reuse": .int(10_000), "reason": .string("why")]),
+            .invalidateContext(handle: [UInt8](repeating: 7, count: 32)),
             .status,
             .create(
                 password: secret("correct horse"),
