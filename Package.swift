@@ -61,6 +61,10 @@ let package = Package(
         .systemLibrary(
             name: "CPAM", pkgConfig: "pam",
             providers: [.apt(["libpam0g-dev"])]),
+        // p11-kit and its pkcs11.h: the PKCS#11 modules of smart cards and tokens (docs/TOKENS.md).
+        .systemLibrary(
+            name: "CP11Kit", pkgConfig: "p11-kit-1",
+            providers: [.apt(["libp11-kit-dev"])]),
         // The keybag's Argon2id limits: pam/keybag_limits.h, the one definition the PAM module and the
         // agent both read (a module map only; nothing to link).
         .systemLibrary(name: "CKeybagLimits"),
@@ -119,11 +123,19 @@ let package = Package(
         .target(
             name: "LatchkeyLog",
             dependencies: ["LatchkeySystem", .product(name: "Logging", package: "swift-log"), systemPackage]),
+        // Smart cards and tokens over PKCS#11 (docs/TOKENS.md): the modules, their sessions on threads of their
+        // own, the watcher, and the token items and key operations the engine asks for (TokenSource).
+        .target(
+            name: "LatchkeyTokens",
+            dependencies: [
+                "CP11Kit", "LatchkeyEngine", "LatchkeyModel", "LatchkeyCrypto", "LatchkeySecrets", "LatchkeySystem",
+                .product(name: "Logging", package: "swift-log"), systemPackage,
+            ]),
         .target(
             name: "LatchkeyAgent",
             dependencies: [
                 "LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
-                "LatchkeySecretService", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
+                "LatchkeySecretService", "LatchkeyTokens", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
                 "LatchkeyApplications", "CPAM", .product(name: "Logging", package: "swift-log"), systemPackage,
             ]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),

@@ -2,8 +2,10 @@ import CLatchkeySystem
 import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyLog
+import LatchkeyModel
 import LatchkeySecretService
 import LatchkeySystem
+import LatchkeyTokens
 import LatchkeyTransport
 import LatchkeyWire
 import Logging
@@ -157,17 +159,20 @@ package enum AgentMain {
         let server: AgentServer
         let keychain: Keychain
         let lockPolicy: LockPolicy
+        let tokens: TokenService
         do {
             // The locks first: the keychain is opened (its store, perhaps migrated) only by the one
             // agent that may serve it.
             let locks = try AgentLocks.take(binding: Listener.isInherited ? nil : endpoint, keychain: location)
-            keychain = Keychain(location: location)
+            let presence = UserPresence(prompter: prompter)
+            tokens = makeTokens(presence)
+            keychain = Keychain(location: location, policy: AccessGroupPolicy(), tokens: tokens)
             lockPolicy = LockPolicy(keychain: keychain, settings: policy)
             server = try AgentServer(
                 endpoint: endpoint, locks: locks, keychain: keychain,
                 onItemRequest: { lockPolicy.noteUse() },
                 onUnlock: { lockPolicy.cancelPendingLock() },
-                presence: UserPresence(prompter: prompter))
+                presence: presence)
         } catch let error as ListenerError {
             if error.alreadyRunning && activation {
                 // D-Bus started us for org.freedesktop.secrets: the running agent takes the bus.
@@ -211,8 +216,20 @@ package enum AgentMain {
             host.start()
             secretServiceHost = host
         }
+        // Modules load and tokens are scanned on threads of their own; the agent answers meanwhile.
+        tokens.start()
         signalReady()
         server.run()
+    }
+
+    /// The token service (docs/TOKENS.md) with the configuration in effect; PINs are asked through the
+    /// same queue of prompts as the user checks.
+    private static func makeTokens(_ presence: UserPresence) -> TokenService {
+        let (configuration, warnings) = TokenConfiguration.load()
+        for warning in warnings { AgentLog.warning("tokens: \(warning)") }
+        return TokenService(
+            configuration: configuration, askPIN: { request throws(SecError) in try presence.askPIN(request) },
+            log: AgentLog.logger)
     }
 
     /// `$XDG_DATA_HOME/latchkey`, or `~/.local/share/latchkey`.

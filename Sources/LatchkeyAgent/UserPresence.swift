@@ -1,7 +1,9 @@
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecretService
+import LatchkeySecrets
 import LatchkeySystem
+import LatchkeyTokens
 
 #if canImport(Glibc)
     import Glibc
@@ -45,9 +47,14 @@ package final class UserPresence: Sendable {
         let pid: Int32
         /// Guarded by the monitor.
         var outcome: PAMUserCheck.Outcome?
-        init(description: String, pid: Int32) {
+        /// A token's PIN is asked for instead of a PAM check: the question (docs/TOKENS.md, "The PIN").
+        let pinQuestion: String?
+        /// Guarded by the monitor: the PIN the user gave, taken by the asking thread.
+        var pin: SecretBytes?
+        init(description: String, pid: Int32, pinQuestion: String? = nil) {
             self.description = description
             self.pid = pid
+            self.pinQuestion = pinQuestion
         }
     }
 
@@ -82,6 +89,50 @@ package final class UserPresence: Sendable {
         }
         guard user != nil else { throw SecError(SecStatus.authFailed, "the agent's user has no name") }
         let job = Job(description: Self.description(requirement, caller: caller), pid: caller.pid)
+        switch try wait(for: job, caller: caller) {
+        case .passed: return Self.stackChecks
+        case .cancelled: throw SecError(SecStatus.userCanceled, "the user check was cancelled or timed out")
+        case .noInteraction: throw SecError(SecStatus.interactionNotAllowed, "the user check could not be shown")
+        case .failed: throw SecError(SecStatus.authFailed, "the user check failed")
+        }
+    }
+
+    /// Asks the user for a token's PIN through the prompter, in the same queue as the user checks (one
+    /// prompt at a time): the PIN, or errSecUserCanceled / errSecInteractionNotAllowed.
+    func askPIN(_ request: TokenService.PINRequest) throws(SecError) -> SecretBytes {
+        let job = Job(
+            description: Self.pinDescription(request), pid: request.caller.pid,
+            pinQuestion: "PIN for \(Self.printable(request.tokenLabel, limit: 64)):")
+        switch try wait(for: job, caller: request.caller) {
+        case .passed:
+            guard let pin = monitor.locked({ job.pin }) else {
+                throw SecError(SecStatus.interactionNotAllowed, "the prompter gave no PIN")
+            }
+            monitor.locked { job.pin = nil }
+            return pin
+        case .cancelled: throw SecError(SecStatus.userCanceled, "the PIN entry was cancelled or timed out")
+        case .noInteraction, .failed:
+            throw SecError(SecStatus.interactionNotAllowed, "the PIN prompt could not be shown")
+        }
+    }
+
+    /// The PIN prompt's text: which program asks, for which key on which token, and its reason.
+    static func pinDescription(_ request: TokenService.PINRequest) -> String {
+        var program = request.caller.executable ?? "process \(request.caller.pid)"
+        if let application = request.caller.accessGroups.first, application != Caller.defaultAccessGroup {
+            program = "\(application) (\(program))"
+        }
+        let key = request.keyLabel.map { "the key \u{201C}\(printable($0, limit: 100))\u{201D}" } ?? "a key"
+        var text =
+            "\(printable(program, limit: 300)) wants to use \(key) on the token "
+            + "\u{201C}\(printable(request.tokenLabel, limit: 64))\u{201D} (\(printable(request.tokenID, limit: 140)))."
+        if request.retry { text += "\n\nThe PIN was wrong." }
+        if let prompt = request.prompt, !prompt.isEmpty { text += "\n\n" + printable(prompt, limit: 500) }
+        return text
+    }
+
+    /// Queues `job` and waits for its outcome (bounded: each of the prompter's answers has its timeout).
+    private func wait(for job: Job, caller: Caller) throws(SecError) -> PAMUserCheck.Outcome {
         let admitted = monitor.locked { () -> (queued: Bool, startWorker: Bool) in
             guard queue.count < Self.maximumWaiting,
                 queue.filter({ $0.pid == caller.pid }).count < Self.maximumWaitingPerProcess
@@ -97,12 +148,7 @@ package final class UserPresence: Sendable {
         // Bounded: each of the prompter's answers has its timeout, and the stack at most
         // `PAMUserCheck.maximumQuestions` of them; the worker always finishes the job.
         monitor.wait { job.outcome != nil }
-        switch monitor.locked({ job.outcome! }) {
-        case .passed: return Self.stackChecks
-        case .cancelled: throw SecError(SecStatus.userCanceled, "the user check was cancelled or timed out")
-        case .noInteraction: throw SecError(SecStatus.interactionNotAllowed, "the user check could not be shown")
-        case .failed: throw SecError(SecStatus.authFailed, "the user check failed")
-        }
+        return monitor.locked { job.outcome! }
     }
 
     /// Runs the queued checks in order until none is left; one worker at a time.
@@ -113,10 +159,23 @@ package final class UserPresence: Sendable {
                 return queue.first
             }) {
                 let conversation = PinentryConversation(prompter: prompter, description: job.description)
-                let outcome = PAMUserCheck.run(
-                    service: Self.service, directory: directory, user: user ?? "", conversation: conversation)
+                var pin: SecretBytes?
+                let outcome: PAMUserCheck.Outcome
+                if let question = job.pinQuestion {
+                    switch conversation.ask(question) {
+                    case .answer(let answer):
+                        pin = answer
+                        outcome = .passed
+                    case .cancelled, .timedOut: outcome = .cancelled
+                    case .failed: outcome = .noInteraction
+                    }
+                } else {
+                    outcome = PAMUserCheck.run(
+                        service: Self.service, directory: directory, user: user ?? "", conversation: conversation)
+                }
                 conversation.close()
                 monitor.locked {
+                    job.pin = pin
                     job.outcome = outcome
                     queue.removeFirst()
                 }

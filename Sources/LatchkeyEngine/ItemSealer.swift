@@ -18,6 +18,9 @@ struct OpenItem {
     /// What a Secret Service item carries besides its genp attributes (docs/SECRET-SERVICE.md §1.1);
     /// nil for items made through SecItem. Never part of `attributes`, so SecItem callers never see it.
     var secretService: SecretServiceData? = nil
+    /// What a token item is (docs/TOKENS.md); nil for the store's items. A token item has no row: its
+    /// `row` and `itemKey` are empty, and its data comes from here.
+    var token: TokenItem? = nil
 }
 
 /// Seals and opens store rows, and computes the keyed hashes (docs/STORE.md, the normative description).
@@ -135,6 +138,13 @@ enum ItemSealer {
 
     /// Opens the secret of an opened item.
     static func openSecret(_ item: OpenItem) throws(SecError) -> [UInt8] {
+        if let token = item.token {
+            // A token's private key never leaves the token; what the item holds is its public half.
+            guard token.itemClass == .certificate || token.keyClass != KeyReference.classPrivate else {
+                throw SecError(SecStatus.dataNotAvailable, "a token's private key never leaves the token")
+            }
+            return token.data
+        }
         do {
             return try AES256GCM.open(
                 item.row.secret, key: item.itemKey,

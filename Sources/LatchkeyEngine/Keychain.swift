@@ -15,6 +15,8 @@ package final class Keychain: @unchecked Sendable {
     let mutex = EngineMutex()
     let lockState: LockState
     let gate: RequestGate
+    /// The tokens whose items join the store's (docs/TOKENS.md); nil: none.
+    let tokens: (any TokenSource)?
     /// Told of every SecItem change of a generic password, with the mutex held (Secret Service signals).
     private var itemChangeObserver: (@Sendable (KeychainItemChange) -> Void)?
 
@@ -25,8 +27,9 @@ package final class Keychain: @unchecked Sendable {
     }
 
     /// Opens the keychain in `location`, deciding access with `policy`.
-    package init(location: KeychainLocation, policy: any AccessPolicy) {
+    package init(location: KeychainLocation, policy: any AccessPolicy, tokens: (any TokenSource)? = nil) {
         self.location = location
+        self.tokens = tokens
         gate = RequestGate(policy: policy)
         lockState = LockState(location: location, mutex: mutex)
     }
@@ -40,7 +43,7 @@ package final class Keychain: @unchecked Sendable {
             try body(
                 ItemRules(
                     store: store, keys: keys, scope: scope, onChange: itemChangeObserver,
-                    presence: PresenceGate(session: checks)))
+                    presence: PresenceGate(session: checks), tokens: tokens))
         }
     }
 
@@ -114,6 +117,16 @@ package final class Keychain: @unchecked Sendable {
             try KeyOperations.open(operation, in: items)
         }
         defer { SecretBytes.wipe(&key.material) }
+        if let token = key.token {
+            guard let tokens else { throw SecError.notFound }
+            return .data(
+                try tokens.perform(
+                    TokenKeyRequest(
+                        item: token, operation: operation.operation, algorithm: operation.algorithm,
+                        input: operation.input, peer: operation.exchange.peer,
+                        requestedSize: operation.exchange.requestedSize, sharedInfo: operation.exchange.sharedInfo,
+                        caller: caller, prompt: operation.prompt, authenticationUI: operation.authenticationUI)))
+        }
         let (result, imported) = try KeyOperations.perform(operation, with: key)
         if let imported {
             _ = try? withItems(for: caller) { items throws(SecError) in
@@ -207,7 +220,10 @@ package final class Keychain: @unchecked Sendable {
     /// Returns whether any key was held, so callers can tell a lock from a no-op.
     @discardableResult
     package func lock(all: Bool) -> Bool {
-        lockState.lock(all: all)
+        let wasHeld = lockState.lock(all: all)
+        // A token's login goes with the keychain's keys (docs/TOKENS.md, "The PIN").
+        tokens?.keychainLocked()
+        return wasHeld
     }
 
     /// Re-wraps the class keys under a new password. Items are not re-encrypted. The keybag is replaced
