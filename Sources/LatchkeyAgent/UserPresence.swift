@@ -126,7 +126,6 @@ package final class UserPresence: Sendable {
         var text =
             "\(printable(program, limit: 300)) wants to use \(key) on the token "
             + "\u{201C}\(printable(request.tokenLabel, limit: 64))\u{201D} (\(printable(request.tokenID, limit: 140)))."
-        if request.retry { text += "\n\nThe PIN was wrong." }
         if let prompt = request.prompt, !prompt.isEmpty { text += "\n\n" + printable(prompt, limit: 500) }
         return text
     }

@@ -76,7 +76,16 @@ package protocol TokenSource: Sendable {
 
 extension OpenItem {
     /// A token item as the item rules handle it: no row, no item key; `token` carries what it is.
-    init(token item: TokenItem) {
+    ///
+    /// Its bytes are copies, never the snapshot's buffers: the agent wipes the data of every response in
+    /// place once sent (`SecValue.wipeDataInPlace`), which would otherwise zero the snapshot itself.
+    init(token shared: TokenItem) {
+        var item = shared
+        item.data = Self.fresh(shared.data)
+        item.attributes = shared.attributes.mapValues { value in
+            if case .data(let bytes) = value { return .data(Self.fresh(bytes)) }
+            return value
+        }
         let protection = TokenItem.protection
         self.init(
             id: -1, persistentRef: item.ref, itemClass: item.itemClass, protection: protection,
@@ -86,6 +95,11 @@ extension OpenItem {
                 protection: Int(protection.rawValue), synchronizable: false, uniqueHash: [], wrappedKey: [],
                 metadata: [], secret: []),
             token: item)
+    }
+
+    /// A copy of `bytes` in a buffer of its own (`Array(bytes)` would share the buffer).
+    private static func fresh(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBufferPointer { [UInt8]($0) }
     }
 }
 

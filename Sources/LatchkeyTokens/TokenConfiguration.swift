@@ -25,6 +25,9 @@ package struct TokenConfiguration: Sendable, Equatable {
     package var modules: [String] = []
     /// Seconds between two looks at the slots (1 to 60).
     package var pollSeconds = 1.0
+    /// Names of modules without hot-plug that the watcher starts again (C_Finalize, C_Initialize) at each
+    /// look while none of their tokens is logged in, so that tokens made meanwhile appear (SoftHSM2).
+    package var restart: Set<String> = []
 
     package init(systemModules: Bool = true, modules: [String] = [], pollSeconds: Double = 1.0) {
         self.systemModules = systemModules
@@ -82,6 +85,7 @@ package struct TokenConfiguration: Sendable, Equatable {
             case ("system-modules", "yes"): configuration.systemModules = true
             case ("system-modules", "no"): configuration.systemModules = false
             case ("module", let module) where module.hasPrefix("/"): configuration.modules.append(module)
+            case ("restart", let name) where !name.isEmpty: configuration.restart.insert(name)
             case ("poll-seconds", let value):
                 if let seconds = Double(value), (1...60).contains(seconds) {
                     configuration.pollSeconds = seconds

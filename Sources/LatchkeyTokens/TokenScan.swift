@@ -76,11 +76,11 @@ enum TokenScan {
             attributes["vrfy"] = .int(module.flag(session, object, CK_ATTRIBUTE_TYPE(CKA_VERIFY)) ? 1 : 0)
             attributes["wrap"] = .int(module.flag(session, object, CK_ATTRIBUTE_TYPE(CKA_WRAP)) ? 1 : 0)
             attributes["drve"] = .int(module.flag(session, object, CK_ATTRIBUTE_TYPE(CKA_DERIVE)) ? 1 : 0)
+            finish(&attributes, module, session, object, ckaID: ckaID, common: common)
             if !ckaID.isEmpty {
                 publicKeysByID[ckaID] = key
                 publicFlags[ckaID] = attributes
             }
-            finish(&attributes, module, session, object, ckaID: ckaID, common: common)
             view.items.append(
                 TokenItem(
                     ref: reference(id, "pubk", key.publicKey), itemClass: .key, attributes: attributes,

@@ -12,22 +12,26 @@ extension TokenService {
         let mechanism = try TokenMechanism(
             operation: request.operation, algorithm: request.algorithm, keyType: request.item.keyType,
             input: request.input)
-        var retry = false
+        let ref = request.item.ref
         // A login that the token forgets between our check and the operation (another program logged
-        // out, a card reset) is asked for again, once.
+        // out, a card reset) is asked for again, once. Every job finds the token's session and the key's
+        // object again when it runs: a rescan may have replaced them meanwhile (a restarted module).
         for _ in 0..<2 {
-            guard let (token, key) = token(holding: request.item.ref), let loaded = module(token.module) else {
+            guard let (token, key) = token(holding: ref), let loaded = module(token.module) else {
                 throw SecError(SecStatus.itemNotFound, "the token of this key is not present")
             }
-            let session = token.session
-            let needsLogin: Bool
+            var needsLogin = false
             if token.view.info.needsLogin && !key.alwaysAuthenticate {
-                guard let loggedIn = loaded.worker.run(timeout: Self.callTimeout, { try? loaded.module.isLoggedIn(session) })
+                guard
+                    let loggedIn = loaded.worker.run(
+                        timeout: Self.callTimeout,
+                        { [self] () -> Bool? in
+                            guard let (current, _) = self.token(holding: ref) else { return nil }
+                            return try? loaded.module.isLoggedIn(current.session)
+                        })
                 else { throw Self.noAnswer(token.view.id) }
                 guard let loggedIn else { throw SecError(SecStatus.itemNotFound, "the token of this key is not present") }
                 needsLogin = !loggedIn
-            } else {
-                needsLogin = false
             }
             var pin: SecretBytes?
             if needsLogin || key.alwaysAuthenticate {
@@ -35,32 +39,31 @@ extension TokenService {
                     throw SecError(SecStatus.interactionNotAllowed, "the token's PIN is needed (kSecUseAuthenticationUIFail)")
                 }
                 if !token.view.info.protectedAuthenticationPath {
-                    pin = try askForPIN(request, token: token.view, retry: retry)
+                    pin = try askForPIN(request, token: token.view)
                 }
             }
             if needsLogin {
                 let entered = pin
-                let rv = loaded.worker.run(timeout: Self.operationTimeout) { () -> CK_RV in
-                    guard let entered else { return loaded.module.loginOnPinPad(session) }
-                    return entered.withUnsafeBytes { loaded.module.login(session, pin: $0, contextSpecific: false) }
+                let rv = loaded.worker.run(timeout: Self.operationTimeout) { [self] () -> CK_RV in
+                    guard let (current, _) = self.token(holding: ref) else { return CKR_TOKEN_NOT_PRESENT }
+                    guard let entered else { return loaded.module.loginOnPinPad(current.session) }
+                    return entered.withUnsafeBytes { loaded.module.login(current.session, pin: $0, contextSpecific: false) }
                 }
                 guard let rv else { throw Self.noAnswer(token.view.id) }
-                if rv == CKR_PIN_INCORRECT || rv == CKR_PIN_LEN_RANGE {
-                    retry = true
-                    throw SecError(SecStatus.authFailed, "wrong PIN for the token \(token.view.id) (\(PKCS11Errors.name(rv)))")
-                }
                 guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else { throw Self.loginError(rv, token.view.id) }
             }
             let contextPIN = key.alwaysAuthenticate ? pin : nil
-            let alwaysAuthenticate = key.alwaysAuthenticate
-            let known = key
             let result = loaded.worker.run(timeout: Self.operationTimeout) {
-                () -> Result<[UInt8], PKCS11Module.Failure> in
+                [self] () -> Result<[UInt8], PKCS11Module.Failure> in
+                guard let (current, known) = self.token(holding: ref) else {
+                    return .failure(PKCS11Module.Failure(rv: CKR_TOKEN_NOT_PRESENT, call: "C_GetSlotList"))
+                }
+                let session = current.session
                 // A key hidden before the login is found by its CKA_ID now.
                 guard let handle = known.handle != 0 ? known.handle : loaded.module.privateKey(session, ckaID: known.ckaID)
                 else { return .failure(PKCS11Module.Failure(rv: CKR_KEY_HANDLE_INVALID, call: "C_FindObjects")) }
                 let login: (() -> CK_RV)? =
-                    alwaysAuthenticate
+                    known.alwaysAuthenticate
                     ? {
                         guard let contextPIN else { return loaded.module.loginOnPinPad(session) }
                         return contextPIN.withUnsafeBytes { loaded.module.login(session, pin: $0, contextSpecific: true) }
@@ -71,7 +74,7 @@ extension TokenService {
             switch result {
             case .success(let output):
                 return output
-            case .failure(let failure) where failure.rv == CKR_USER_NOT_LOGGED_IN && !alwaysAuthenticate:
+            case .failure(let failure) where failure.rv == CKR_USER_NOT_LOGGED_IN && !key.alwaysAuthenticate:
                 continue
             case .failure(let failure):
                 throw Self.operationError(failure, token.view.id)
@@ -80,7 +83,7 @@ extension TokenService {
         throw SecError(SecStatus.authFailed, "the token logged out during the operation")
     }
 
-    private func askForPIN(_ request: TokenKeyRequest, token: TokenView, retry: Bool) throws(SecError) -> SecretBytes {
+    private func askForPIN(_ request: TokenKeyRequest, token: TokenView) throws(SecError) -> SecretBytes {
         guard let askPIN else {
             throw SecError(SecStatus.interactionNotAllowed, "the token's PIN is needed and nobody can be asked")
         }
@@ -90,7 +93,7 @@ extension TokenService {
         return try askPIN(
             PINRequest(
                 caller: request.caller, tokenID: token.id, tokenLabel: token.info.label,
-                keyLabel: request.item.attributes[SecAttr.label]?.stringValue, prompt: request.prompt, retry: retry))
+                keyLabel: request.item.attributes[SecAttr.label]?.stringValue, prompt: request.prompt))
     }
 
     static func noAnswer(_ id: String) -> SecError {
@@ -101,6 +104,8 @@ extension TokenService {
         switch rv {
         case CKR_PIN_LOCKED:
             SecError(SecStatus.authFailed, "the token's PIN is locked (CKR_PIN_LOCKED): unblock it with the SO PIN")
+        case CKR_PIN_INCORRECT, CKR_PIN_LEN_RANGE:
+            SecError(SecStatus.authFailed, "wrong PIN for the token \(id) (\(PKCS11Errors.name(rv)))")
         case CKR_PIN_EXPIRED:
             SecError(SecStatus.authFailed, "the token's PIN has expired (CKR_PIN_EXPIRED)")
         case CKR_DEVICE_REMOVED, CKR_TOKEN_NOT_PRESENT, CKR_SESSION_HANDLE_INVALID, CKR_SESSION_CLOSED:

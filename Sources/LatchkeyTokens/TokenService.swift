@@ -23,8 +23,6 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         package var keyLabel: String?
         /// `kSecUseOperationPrompt`.
         package var prompt: String?
-        /// The previous PIN was wrong.
-        package var retry: Bool
     }
     /// Asks the user for a token's PIN: the PIN, or errSecUserCanceled / errSecInteractionNotAllowed.
     package typealias PINPrompt = @Sendable (PINRequest) throws(SecError) -> SecretBytes
@@ -121,6 +119,9 @@ package final class TokenService: TokenSource, @unchecked Sendable {
     }
 
     package var generation: Int { monitor.locked { state.generation } }
+
+    /// PKCS#11's CK_INVALID_HANDLE: no session.
+    static let invalidHandle: CK_SESSION_HANDLE = 0
 
     // MARK: - Loading
 
@@ -225,7 +226,27 @@ package final class TokenService: TokenSource, @unchecked Sendable {
     /// One look at a module's tokens (on its thread): new tokens get a session and are read, present ones
     /// are read again, and those gone are dropped with their session and login.
     private func scan(_ index: Int, _ module: PKCS11Module) {
-        let known = monitor.locked { state.tokens.filter { $0.value.module == index } }
+        var known = monitor.locked { state.tokens.filter { $0.value.module == index } }
+        if configuration.restart.contains(module.name),
+            !known.values.contains(where: { (try? module.isLoggedIn($0.session)) == true })
+        {
+            // A module without hot-plug (SoftHSM2 sees tokens made by other programs only when it starts):
+            // started again, while no login of its tokens would be lost (docs/TOKENS.md, "The watcher").
+            _ = p11_kit_module_finalize(module.functions)
+            let rv = p11_kit_module_initialize(module.functions)
+            guard rv == CKR_OK else {
+                log.warning("tokens: \(module.name) did not initialise again (\(PKCS11Errors.name(rv)))")
+                monitor.locked {
+                    state.ready.remove(index)
+                    for (id, token) in state.tokens where token.module == index { state.tokens[id] = nil }
+                    state.generation += 1
+                }
+                monitor.broadcast()
+                return
+            }
+            // The sessions went with the old initialisation.
+            for id in known.keys { known[id]?.session = Self.invalidHandle }
+        }
         var seen: [String: PresentToken] = [:]
         let slots: [CK_SLOT_ID]
         do {
@@ -239,10 +260,14 @@ package final class TokenService: TokenSource, @unchecked Sendable {
             let id = TokenScan.tokenID(module: module.name, info: info)
             guard seen[id] == nil else { continue }  // the same serial twice in one module: the first only
             var session: CK_SESSION_HANDLE
-            if let previous = known[id], previous.view.slot == slot, (try? module.isLoggedIn(previous.session)) != nil {
+            if let previous = known[id], previous.session != Self.invalidHandle, previous.view.slot == slot,
+                (try? module.isLoggedIn(previous.session)) != nil
+            {
                 session = previous.session
             } else {
-                if let previous = known[id] { module.closeSession(previous.session) }
+                if let previous = known[id], previous.session != Self.invalidHandle {
+                    module.closeSession(previous.session)
+                }
                 guard let opened = try? module.openSession(slot) else { continue }
                 session = opened
             }
@@ -250,7 +275,8 @@ package final class TokenService: TokenSource, @unchecked Sendable {
             seen[id] = PresentToken(view: view, module: index, session: session)
         }
         for (id, gone) in known where seen[id] == nil {
-            module.closeSession(gone.session)  // a removed token's session is gone; this frees ours
+            // A removed token's session is gone; this frees ours.
+            if gone.session != Self.invalidHandle { module.closeSession(gone.session) }
             log.info("tokens: \(id) removed")
         }
         for id in seen.keys where known[id] == nil { log.info("tokens: \(id) present (\(seen[id]!.view.items.count) items)") }
