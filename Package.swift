@@ -179,6 +179,9 @@ let package = Package(
             resources: [.copy("Vectors")]),
         .testTarget(name: "LatchkeyStoreTests", dependencies: ["LatchkeyStore"]),
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
+        // tokens.conf, the DER and mechanisms of the token side, a module's thread and its deadlines.
+        .testTarget(
+            name: "LatchkeyTokensTests", dependencies: ["LatchkeyTokens", "LatchkeyCrypto", "LatchkeyModel"]),
         // Seeded value generators and a mutator, shared by the tests of the two decoders of outside input.
         .target(
             name: "LatchkeyValueTestSupport", dependencies: ["LatchkeyModel"], path: "Tests/LatchkeyValueTestSupport"),
