@@ -11,6 +11,8 @@ final class PKCS11Module: @unchecked Sendable {
     static let maximumObjects = 256
     /// The most slots looked at in one module.
     static let maximumSlots = 64
+    /// PKCS#11's CK_UNAVAILABLE_INFORMATION, (CK_ULONG) -1: a macro with a cast, which Swift does not import.
+    static let unavailableInformation = CK_ULONG.max
     /// The largest result of an operation (an RSA-16384 block is 2 KiB).
     static let maximumOutputSize = 4096
 
@@ -37,11 +39,15 @@ final class PKCS11Module: @unchecked Sendable {
 
     /// The slots with a token present.
     func slotsWithTokens() throws(Failure) -> [CK_SLOT_ID] {
-        guard let getSlotList = functions.pointee.C_GetSlotList else { throw Failure(rv: CKR_GENERAL_ERROR, call: "C_GetSlotList") }
+        guard let getSlotList = functions.pointee.C_GetSlotList else {
+            throw Failure(rv: CKR_GENERAL_ERROR, call: "C_GetSlotList")
+        }
         var count: CK_ULONG = 0
         try check(getSlotList(CK_BBOOL(CK_TRUE), nil, &count), "C_GetSlotList")
         guard count > 0 else { return [] }
-        guard count <= CK_ULONG(Self.maximumSlots) else { throw Failure(rv: CKR_GENERAL_ERROR, call: "C_GetSlotList (too many slots)") }
+        guard count <= CK_ULONG(Self.maximumSlots) else {
+            throw Failure(rv: CKR_GENERAL_ERROR, call: "C_GetSlotList (too many slots)")
+        }
         var slots = [CK_SLOT_ID](repeating: 0, count: Int(count))
         try check(getSlotList(CK_BBOOL(CK_TRUE), &slots, &count), "C_GetSlotList")
         return Array(slots.prefix(min(Int(count), slots.count)))
@@ -61,7 +67,9 @@ final class PKCS11Module: @unchecked Sendable {
     }
 
     func tokenInfo(_ slot: CK_SLOT_ID) throws(Failure) -> TokenInfo {
-        guard let getTokenInfo = functions.pointee.C_GetTokenInfo else { throw Failure(rv: CKR_GENERAL_ERROR, call: "C_GetTokenInfo") }
+        guard let getTokenInfo = functions.pointee.C_GetTokenInfo else {
+            throw Failure(rv: CKR_GENERAL_ERROR, call: "C_GetTokenInfo")
+        }
         var info = CK_TOKEN_INFO()
         try check(getTokenInfo(slot, &info), "C_GetTokenInfo")
         return TokenInfo(
@@ -79,7 +87,9 @@ final class PKCS11Module: @unchecked Sendable {
     }
 
     func openSession(_ slot: CK_SLOT_ID) throws(Failure) -> CK_SESSION_HANDLE {
-        guard let openSession = functions.pointee.C_OpenSession else { throw Failure(rv: CKR_GENERAL_ERROR, call: "C_OpenSession") }
+        guard let openSession = functions.pointee.C_OpenSession else {
+            throw Failure(rv: CKR_GENERAL_ERROR, call: "C_OpenSession")
+        }
         var session: CK_SESSION_HANDLE = 0
         try check(openSession(slot, CK_FLAGS(CKF_SERIAL_SESSION), nil, nil, &session), "C_OpenSession")
         return session
@@ -91,7 +101,9 @@ final class PKCS11Module: @unchecked Sendable {
 
     /// Whether the session's user is logged in (a PIN was given on this token since it was inserted).
     func isLoggedIn(_ session: CK_SESSION_HANDLE) throws(Failure) -> Bool {
-        guard let getSessionInfo = functions.pointee.C_GetSessionInfo else { throw Failure(rv: CKR_GENERAL_ERROR, call: "C_GetSessionInfo") }
+        guard let getSessionInfo = functions.pointee.C_GetSessionInfo else {
+            throw Failure(rv: CKR_GENERAL_ERROR, call: "C_GetSessionInfo")
+        }
         var info = CK_SESSION_INFO()
         try check(getSessionInfo(session, &info), "C_GetSessionInfo")
         return info.state == CK_STATE(CKS_RO_USER_FUNCTIONS) || info.state == CK_STATE(CKS_RW_USER_FUNCTIONS)
@@ -119,7 +131,8 @@ final class PKCS11Module: @unchecked Sendable {
     /// The handles of the objects of `objectClass` (at most `maximumObjects`).
     func objects(_ session: CK_SESSION_HANDLE, objectClass: CK_OBJECT_CLASS) throws(Failure) -> [CK_OBJECT_HANDLE] {
         let table = functions.pointee
-        guard let initFind = table.C_FindObjectsInit, let find = table.C_FindObjects, let final = table.C_FindObjectsFinal
+        guard let initFind = table.C_FindObjectsInit, let find = table.C_FindObjects,
+            let final = table.C_FindObjectsFinal
         else { throw Failure(rv: CKR_GENERAL_ERROR, call: "C_FindObjects") }
         var wanted = objectClass
         let rv = withUnsafeMutablePointer(to: &wanted) { pointer -> CK_RV in
@@ -150,7 +163,9 @@ final class PKCS11Module: @unchecked Sendable {
                     CK_ATTRIBUTE(
                         type: CK_ATTRIBUTE_TYPE(CKA_CLASS), pValue: UnsafeMutableRawPointer(classPointer),
                         ulValueLen: CK_ULONG(MemoryLayout<CK_OBJECT_CLASS>.size)),
-                    CK_ATTRIBUTE(type: CK_ATTRIBUTE_TYPE(CKA_ID), pValue: idBytes.baseAddress, ulValueLen: CK_ULONG(idBytes.count)),
+                    CK_ATTRIBUTE(
+                        type: CK_ATTRIBUTE_TYPE(CKA_ID), pValue: idBytes.baseAddress,
+                        ulValueLen: CK_ULONG(idBytes.count)),
                 ]
                 return initFind(session, &template, 2)
             }
@@ -169,7 +184,8 @@ final class PKCS11Module: @unchecked Sendable {
         guard let getAttributeValue = functions.pointee.C_GetAttributeValue else { return nil }
         var template = CK_ATTRIBUTE(type: type, pValue: nil, ulValueLen: 0)
         guard getAttributeValue(session, object, &template, 1) == CKR_OK,
-            template.ulValueLen != CK_ULONG.max /* CK_UNAVAILABLE_INFORMATION */, template.ulValueLen <= CK_ULONG(Self.maximumAttributeSize)
+            template.ulValueLen != Self.unavailableInformation,
+            template.ulValueLen <= CK_ULONG(Self.maximumAttributeSize)
         else { return nil }
         let size = Int(template.ulValueLen)
         var value = [UInt8](repeating: 0, count: size)
@@ -183,14 +199,18 @@ final class PKCS11Module: @unchecked Sendable {
     }
 
     /// A CK_BBOOL attribute; `otherwise` when absent.
-    func flag(_ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE, _ type: CK_ATTRIBUTE_TYPE, otherwise: Bool = false) -> Bool {
+    func flag(
+        _ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE, _ type: CK_ATTRIBUTE_TYPE, otherwise: Bool = false
+    ) -> Bool {
         guard let value = attribute(session, object, type), value.count == 1 else { return otherwise }
         return value[0] != 0
     }
 
     /// A CK_ULONG attribute.
     func number(_ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE, _ type: CK_ATTRIBUTE_TYPE) -> CK_ULONG? {
-        guard let value = attribute(session, object, type), value.count == MemoryLayout<CK_ULONG>.size else { return nil }
+        guard let value = attribute(session, object, type), value.count == MemoryLayout<CK_ULONG>.size else {
+            return nil
+        }
         return value.withUnsafeBytes { $0.loadUnaligned(as: CK_ULONG.self) }
     }
 
@@ -221,7 +241,9 @@ final class PKCS11Module: @unchecked Sendable {
                 // End the operation the init began: a call with a too-small buffer would not.
                 var none: CK_ULONG = 0
                 var scratch = input
-                _ = scratch.withUnsafeMutableBufferPointer { run(session, $0.baseAddress, CK_ULONG($0.count), nil, &none) }
+                _ = scratch.withUnsafeMutableBufferPointer {
+                    run(session, $0.baseAddress, CK_ULONG($0.count), nil, &none)
+                }
                 return .failure(Failure(rv: rv, call: "C_Login"))
             }
         }
@@ -230,7 +252,9 @@ final class PKCS11Module: @unchecked Sendable {
         var data = input
         rv = data.withUnsafeMutableBufferPointer { inputBuffer in
             output.withUnsafeMutableBufferPointer { outputBuffer in
-                run(session, inputBuffer.baseAddress, CK_ULONG(inputBuffer.count), outputBuffer.baseAddress, &outputLength)
+                run(
+                    session, inputBuffer.baseAddress, CK_ULONG(inputBuffer.count), outputBuffer.baseAddress,
+                    &outputLength)
             }
         }
         guard rv == CKR_OK, outputLength <= CK_ULONG(Self.maximumOutputSize) else {

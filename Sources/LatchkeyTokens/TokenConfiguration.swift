@@ -61,7 +61,8 @@ package struct TokenConfiguration: Sendable, Equatable {
         var parsed = parse(String(decoding: bytes, as: UTF8.self), warnings: &warnings)
         parsed.modules = parsed.modules.filter { module in
             guard isRootOnly(module) else {
-                warnings.append("module \(module) is not loaded: not a regular file owned by root and writable only by it")
+                warnings.append(
+                    "module \(module) is not loaded: not a regular file owned by root and writable only by it")
                 return false
             }
             return true

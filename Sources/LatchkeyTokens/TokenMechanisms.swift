@@ -140,7 +140,8 @@ struct TokenMechanism: Sendable {
             result = withUnsafeMutablePointer(to: &pss) { pointer in
                 mechanismValue.pParameter = UnsafeMutableRawPointer(pointer)
                 mechanismValue.ulParameterLen = CK_ULONG(MemoryLayout<CK_RSA_PKCS_PSS_PARAMS>.size)
-                return module.singlePart(kind, session, key: key, mechanism: &mechanismValue, input: input, login: login)
+                return module.singlePart(
+                    kind, session, key: key, mechanism: &mechanismValue, input: input, login: login)
             }
         case .oaep(let hash, let mgf):
             var oaep = CK_RSA_PKCS_OAEP_PARAMS(
@@ -149,7 +150,8 @@ struct TokenMechanism: Sendable {
             result = withUnsafeMutablePointer(to: &oaep) { pointer in
                 mechanismValue.pParameter = UnsafeMutableRawPointer(pointer)
                 mechanismValue.ulParameterLen = CK_ULONG(MemoryLayout<CK_RSA_PKCS_OAEP_PARAMS>.size)
-                return module.singlePart(kind, session, key: key, mechanism: &mechanismValue, input: input, login: login)
+                return module.singlePart(
+                    kind, session, key: key, mechanism: &mechanismValue, input: input, login: login)
             }
         }
         guard derSignature, case .success(let raw) = result else { return result }

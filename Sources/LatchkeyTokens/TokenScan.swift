@@ -161,7 +161,9 @@ enum TokenScan {
         attributes.merge(common) { _, token in token }
     }
 
-    private static func label(_ module: PKCS11Module, _ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE) -> String? {
+    private static func label(_ module: PKCS11Module, _ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE)
+        -> String?
+    {
         guard let bytes = module.attribute(session, object, CK_ATTRIBUTE_TYPE(CKA_LABEL)), !bytes.isEmpty,
             let text = String(validating: bytes, as: UTF8.self)
         else { return nil }

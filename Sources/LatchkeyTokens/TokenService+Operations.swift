@@ -30,13 +30,16 @@ extension TokenService {
                             return try? loaded.module.isLoggedIn(current.session)
                         })
                 else { throw Self.noAnswer(token.view.id) }
-                guard let loggedIn else { throw SecError(SecStatus.itemNotFound, "the token of this key is not present") }
+                guard let loggedIn else {
+                    throw SecError(SecStatus.itemNotFound, "the token of this key is not present")
+                }
                 needsLogin = !loggedIn
             }
             var pin: SecretBytes?
             if needsLogin || key.alwaysAuthenticate {
                 guard request.authenticationUI == .allow else {
-                    throw SecError(SecStatus.interactionNotAllowed, "the token's PIN is needed (kSecUseAuthenticationUIFail)")
+                    throw SecError(
+                        SecStatus.interactionNotAllowed, "the token's PIN is needed (kSecUseAuthenticationUIFail)")
                 }
                 if !token.view.info.protectedAuthenticationPath {
                     pin = try askForPIN(request, token: token.view)
@@ -47,7 +50,9 @@ extension TokenService {
                 let rv = loaded.worker.run(timeout: Self.operationTimeout) { [self] () -> CK_RV in
                     guard let (current, _) = self.token(holding: ref) else { return CKR_TOKEN_NOT_PRESENT }
                     guard let entered else { return loaded.module.loginOnPinPad(current.session) }
-                    return entered.withUnsafeBytes { loaded.module.login(current.session, pin: $0, contextSpecific: false) }
+                    return entered.withUnsafeBytes {
+                        loaded.module.login(current.session, pin: $0, contextSpecific: false)
+                    }
                 }
                 guard let rv else { throw Self.noAnswer(token.view.id) }
                 guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else { throw Self.loginError(rv, token.view.id) }
@@ -60,13 +65,17 @@ extension TokenService {
                 }
                 let session = current.session
                 // A key hidden before the login is found by its CKA_ID now.
-                guard let handle = known.handle != 0 ? known.handle : loaded.module.privateKey(session, ckaID: known.ckaID)
+                guard
+                    let handle = known.handle != 0
+                        ? known.handle : loaded.module.privateKey(session, ckaID: known.ckaID)
                 else { return .failure(PKCS11Module.Failure(rv: CKR_KEY_HANDLE_INVALID, call: "C_FindObjects")) }
                 let login: (() -> CK_RV)? =
                     known.alwaysAuthenticate
                     ? {
                         guard let contextPIN else { return loaded.module.loginOnPinPad(session) }
-                        return contextPIN.withUnsafeBytes { loaded.module.login(session, pin: $0, contextSpecific: true) }
+                        return contextPIN.withUnsafeBytes {
+                            loaded.module.login(session, pin: $0, contextSpecific: true)
+                        }
                     } : nil
                 return mechanism.run(loaded.module, session: session, key: handle, login: login)
             }
@@ -88,7 +97,8 @@ extension TokenService {
             throw SecError(SecStatus.interactionNotAllowed, "the token's PIN is needed and nobody can be asked")
         }
         if token.info.pinLocked {
-            throw SecError(SecStatus.authFailed, "the token's PIN is locked (CKR_PIN_LOCKED): unblock it with the SO PIN")
+            throw SecError(
+                SecStatus.authFailed, "the token's PIN is locked (CKR_PIN_LOCKED): unblock it with the SO PIN")
         }
         return try askPIN(
             PINRequest(
@@ -152,7 +162,8 @@ enum PKCS11Errors {
             CKR_KEY_TYPE_INCONSISTENT: "CKR_KEY_TYPE_INCONSISTENT", CKR_DATA_LEN_RANGE: "CKR_DATA_LEN_RANGE",
             CKR_DATA_INVALID: "CKR_DATA_INVALID", CKR_ENCRYPTED_DATA_INVALID: "CKR_ENCRYPTED_DATA_INVALID",
             CKR_ENCRYPTED_DATA_LEN_RANGE: "CKR_ENCRYPTED_DATA_LEN_RANGE",
-            CKR_SESSION_HANDLE_INVALID: "CKR_SESSION_HANDLE_INVALID", CKR_FUNCTION_NOT_SUPPORTED: "CKR_FUNCTION_NOT_SUPPORTED",
+            CKR_SESSION_HANDLE_INVALID: "CKR_SESSION_HANDLE_INVALID",
+            CKR_FUNCTION_NOT_SUPPORTED: "CKR_FUNCTION_NOT_SUPPORTED",
             CKR_CRYPTOKI_NOT_INITIALIZED: "CKR_CRYPTOKI_NOT_INITIALIZED",
         ]
         return names[rv] ?? "CKR 0x" + String(rv, radix: 16)

@@ -152,7 +152,8 @@ package final class TokenService: TokenSource, @unchecked Sendable {
                 continue
             }
             filenames.insert(Self.resolved(path))
-            loaded.append(PKCS11Module(functions: functions, name: Self.name(ofPath: path), fromSystemConfiguration: false))
+            loaded.append(
+                PKCS11Module(functions: functions, name: Self.name(ofPath: path), fromSystemConfiguration: false))
         }
         for module in loaded {
             guard let worker = ModuleWorker(name: module.name) else {
@@ -279,7 +280,9 @@ package final class TokenService: TokenSource, @unchecked Sendable {
             if gone.session != Self.invalidHandle { module.closeSession(gone.session) }
             log.info("tokens: \(id) removed")
         }
-        for id in seen.keys where known[id] == nil { log.info("tokens: \(id) present (\(seen[id]!.view.items.count) items)") }
+        for id in seen.keys where known[id] == nil {
+            log.info("tokens: \(id) present (\(seen[id]!.view.items.count) items)")
+        }
         monitor.locked {
             var changed = false
             for (id, token) in state.tokens where token.module == index && seen[id] == nil {

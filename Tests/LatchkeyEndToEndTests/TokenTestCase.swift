@@ -51,13 +51,19 @@ class TokenTestCase: AccessControlTestCase {
     /// with a self-signed certificate (CN label-ec, label-rsa); returns its serial.
     @discardableResult
     func makeToken(_ label: String) throws -> String {
-        try tool("/usr/bin/softhsm2-util", ["--init-token", "--free", "--label", label, "--so-pin", "12345678", "--pin", Self.pin])
-        for (kind, id, parameters) in [("ec", "01", ["-pkeyopt", "ec_paramgen_curve:prime256v1"]), ("rsa", "02", ["-pkeyopt", "rsa_keygen_bits:2048"])] {
+        try tool(
+            "/usr/bin/softhsm2-util",
+            ["--init-token", "--free", "--label", label, "--so-pin", "12345678", "--pin", Self.pin])
+        for (kind, id, parameters) in [
+            ("ec", "01", ["-pkeyopt", "ec_paramgen_curve:prime256v1"]),
+            ("rsa", "02", ["-pkeyopt", "rsa_keygen_bits:2048"]),
+        ] {
             let base = "\(tokens)/\(label)-\(kind)"
             try tool(
                 "/usr/bin/openssl",
                 ["req", "-x509", "-newkey", kind] + parameters + [
-                    "-nodes", "-keyout", base + ".key", "-out", base + ".crt", "-subj", "/CN=\(label)-\(kind)", "-days", "30",
+                    "-nodes", "-keyout", base + ".key", "-out", base + ".crt", "-subj", "/CN=\(label)-\(kind)", "-days",
+                    "30",
                 ])
             try tool("/usr/bin/openssl", ["pkey", "-in", base + ".key", "-pubout", "-out", base + ".pub"])
             for (file, type) in [(".key", "privkey"), (".pub", "pubkey"), (".crt", "cert")] {
@@ -79,7 +85,9 @@ class TokenTestCase: AccessControlTestCase {
         var serial = ""
         for line in slots.split(separator: "\n") {
             let text = line.trimmingCharacters(in: .whitespaces)
-            if text.hasPrefix("Serial number:") { serial = text.dropFirst("Serial number:".count).trimmingCharacters(in: .whitespaces) }
+            if text.hasPrefix("Serial number:") {
+                serial = text.dropFirst("Serial number:".count).trimmingCharacters(in: .whitespaces)
+            }
             if text.hasPrefix("Label:"), text.dropFirst("Label:".count).trimmingCharacters(in: .whitespaces) == label {
                 return serial
             }

@@ -35,7 +35,8 @@ final class TokenTests: TokenTestCase {
         var result: CFTypeRef?
         XCTAssertEqual(
             SecItemCopyMatching(
-                [kSecClass: kSecClassIdentity, kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true] as CFDictionary,
+                [kSecClass: kSecClassIdentity, kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true]
+                    as CFDictionary,
                 &result), errSecSuccess)
         XCTAssertEqual((result as? [[String: Any]])?.count, 2)
         // A query without the token group sees token items beside the keychain's own.
@@ -46,14 +47,18 @@ final class TokenTests: TokenTestCase {
         result = nil
         XCTAssertEqual(
             SecItemCopyMatching(
-                [kSecClass: kSecClassKey, kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true] as CFDictionary,
+                [kSecClass: kSecClassKey, kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true]
+                    as CFDictionary,
                 &result), errSecSuccess)
         XCTAssertEqual((result as? [[String: Any]])?.count, 4)
         // The key's value never leaves the token.
         result = nil
         XCTAssertEqual(
             SecItemCopyMatching(
-                [kSecClass: kSecClassKey, kSecAttrTokenID: id, kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecReturnData: true]
+                [
+                    kSecClass: kSecClassKey, kSecAttrTokenID: id, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                    kSecReturnData: true,
+                ]
                     as CFDictionary, &result), errSecDataNotAvailable)
     }
 
@@ -67,7 +72,8 @@ final class TokenTests: TokenTestCase {
                 [kSecAttrLabel: "renamed"] as CFDictionary), errSecParam)
         XCTAssertEqual(SecItemDelete([kSecClass: kSecClassKey, kSecAttrTokenID: id] as CFDictionary), errSecParam)
         let ref = try XCTUnwrap(tokenItems(kSecClassCertificate).first?[kSecValuePersistentRef as String] as? Data)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassCertificate, kSecValuePersistentRef: ref] as CFDictionary), errSecParam)
+        XCTAssertEqual(
+            SecItemDelete([kSecClass: kSecClassCertificate, kSecValuePersistentRef: ref] as CFDictionary), errSecParam)
         XCTAssertEqual(tokenItems(kSecClassKey).count, 4)
         XCTAssertEqual(tokenItems(kSecClassKey, [kSecAttrLabel: "renamed"]).count, 0)
     }
@@ -88,15 +94,18 @@ final class TokenTests: TokenTestCase {
         let pkcs1 = try XCTUnwrap(
             SecKeyCreateSignature(rsaKey, .rsaSignatureMessagePKCS1v15SHA256, message as CFData, &error) as Data?)
         try verifyWithOpenSSL(pkcs1, of: message, base: "tok1-rsa")
-        let pss = try XCTUnwrap(SecKeyCreateSignature(rsaKey, .rsaSignatureMessagePSSSHA256, message as CFData, &error) as Data?)
+        let pss = try XCTUnwrap(
+            SecKeyCreateSignature(rsaKey, .rsaSignatureMessagePSSSHA256, message as CFData, &error) as Data?)
         try verifyWithOpenSSL(
-            pss, of: message, base: "tok1-rsa", options: ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:32"])
+            pss, of: message, base: "tok1-rsa",
+            options: ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:32"])
 
         // Decryption: encrypted with the public half here, decrypted on the token. (SoftHSM 2.6 takes OAEP
         // with SHA-1 only; it refuses SHA-256 with CKR_ARGUMENTS_BAD.)
         let publicKey = try XCTUnwrap(SecKeyCopyPublicKey(rsaKey))
         for algorithm in [SecKeyAlgorithm.rsaEncryptionOAEPSHA1, .rsaEncryptionPKCS1] {
-            let sealed = try XCTUnwrap(SecKeyCreateEncryptedData(publicKey, algorithm, Data("secret".utf8) as CFData, &error))
+            let sealed = try XCTUnwrap(
+                SecKeyCreateEncryptedData(publicKey, algorithm, Data("secret".utf8) as CFData, &error))
             let opened = SecKeyCreateDecryptedData(rsaKey, algorithm, sealed, &error) as Data?
             XCTAssertEqual(opened, Data("secret".utf8), "\(algorithm)")
         }
@@ -138,7 +147,8 @@ final class TokenTests: TokenTestCase {
         try answer(Self.pin, Self.pin)
         let key = try XCTUnwrap(identityKey("tok1-ec"))
         let ref = try XCTUnwrap(
-            tokenItems(kSecClassKey, [kSecAttrKeyClass: kSecAttrKeyClassPrivate]).first?[kSecValuePersistentRef as String]
+            tokenItems(kSecClassKey, [kSecAttrKeyClass: kSecAttrKeyClassPrivate]).first?[
+                kSecValuePersistentRef as String]
                 as? Data)
         var error: Unmanaged<CFError>?
         XCTAssertNotNil(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("a".utf8) as CFData, &error))
@@ -159,7 +169,8 @@ final class TokenTests: TokenTestCase {
         waitForItems(tokens: 1)
         XCTAssertEqual(tokenItems(kSecClassKey, [kSecAttrTokenID: "softhsm2:\(second)"]).count, 4)
         let newKey = try XCTUnwrap(identityKey("tok1-ec"))
-        XCTAssertNotNil(SecKeyCreateSignature(newKey, .ecdsaSignatureMessageX962SHA256, Data("b".utf8) as CFData, &error))
+        XCTAssertNotNil(
+            SecKeyCreateSignature(newKey, .ecdsaSignatureMessageX962SHA256, Data("b".utf8) as CFData, &error))
         XCTAssertEqual(promptsShown(), 2)
     }
 
@@ -174,7 +185,8 @@ final class TokenTests: TokenTestCase {
         for name in ["tok1-ec", "tok2-ec"] {
             let key = try XCTUnwrap(identityKey(name))
             let signature = try XCTUnwrap(
-                SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("both".utf8) as CFData, &error) as Data?)
+                SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("both".utf8) as CFData, &error)
+                    as Data?)
             try verifyWithOpenSSL(signature, of: Data("both".utf8), base: name)
         }
         // One login per token.
@@ -203,7 +215,8 @@ final class TokenTests: TokenTestCase {
         let ref = try XCTUnwrap(persistent as? Data)
         var again: CFTypeRef?
         XCTAssertEqual(
-            SecItemCopyMatching([kSecValuePersistentRef: ref, kSecReturnRef: true] as CFDictionary, &again), errSecSuccess)
+            SecItemCopyMatching([kSecValuePersistentRef: ref, kSecReturnRef: true] as CFDictionary, &again),
+            errSecSuccess)
         try deleteToken("tok1")
         waitFor("the token's removal") { tokenItems(kSecClassKey).isEmpty }
         XCTAssertEqual(
