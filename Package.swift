@@ -21,6 +21,8 @@
 //   sockets on swift-system) imports nothing of ours, so any module may use it, LatchkeySecrets included.
 //   LatchkeyDBus (sd-bus) <- LatchkeyDesktop (the screen-lock watcher) <- LatchkeyAgent; LatchkeySecretService
 //   imports only the binding. The agent's socket server imports neither.
+//   LatchkeyTokens (PKCS#11 modules through p11-kit, CP11Kit) <- LatchkeyAgent: the engine knows tokens only as
+//     its `TokenSource` protocol and `TokenItem` values (docs/TOKENS.md).
 import PackageDescription
 
 // swift-system's module, for the targets that name FileDescriptor, FilePath or Errno themselves.
