@@ -139,6 +139,9 @@ package final class Keychain: @unchecked Sendable {
     /// `SecKeyCreateRandomKey` for a key stored at once (see `KeyOperations.generate`); returns the
     /// private key's reference.
     package func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
+        if let tokenID = parameters[SecAttr.tokenID] {
+            return try generateOnToken(parameters, tokenID: tokenID, caller: caller)
+        }
         var privateMaterial: [UInt8] = []
         #if DEBUG
             var generated: UInt?
@@ -173,6 +176,31 @@ package final class Keychain: @unchecked Sendable {
             }
         }
         return reference
+    }
+
+    /// `SecKeyCreateRandomKey` with `kSecAttrTokenID` (docs/TOKENS.md §4): the pair is made on the token
+    /// and stays there; what comes back is the new private key's reference, a token item.
+    private func generateOnToken(_ parameters: SecDictionary, tokenID: SecValue, caller: Caller) throws(SecError)
+        -> SecValue
+    {
+        guard let tokens, case .string(let id) = tokenID else {
+            throw SecError(SecStatus.unimplemented, "kSecAttrTokenID: no such token")
+        }
+        guard let type = parameters[SecAttr.keyType]?.integerValue,
+            let size = parameters[SecAttr.keySizeInBits]?.integerValue
+        else { throw .param("kSecAttrKeyType or kSecAttrKeySizeInBits is missing or not a number") }
+        let privateParameters = try KeyGeneration.parameters(parameters, half: SecKeys.privateKeyAttributes)
+        // The token's group is written by nobody; making a key on a token is using it, as on Apple systems.
+        _ = try gate.admit(AccessRequest(.useKey, caller: caller, itemClass: .key))
+        let item = try tokens.generate(
+            TokenKeyGeneration(
+                tokenID: id, keyType: type, sizeInBits: size, label: privateParameters[SecAttr.label]?.stringValue,
+                tag: privateParameters[SecAttr.applicationTag]?.dataValue, caller: caller,
+                prompt: parameters[SecKeys.useOperationPrompt]?.stringValue))
+        guard let reference = try ResultBuilder.reference(for: OpenItem(token: item)) else {
+            throw SecError(SecStatus.internalComponent, "the new token key has no reference")
+        }
+        return reference.secValue
     }
 
     /// Calls `observer` after every SecItem change of a generic password, so the Secret Service can

@@ -72,6 +72,22 @@ package protocol TokenSource: Sendable {
     func perform(_ request: TokenKeyRequest) throws(SecError) -> [UInt8]
     /// The keychain was locked: every token forgets its PIN (the sessions are logged out).
     func keychainLocked()
+    /// `SecKeyCreateRandomKey` with `kSecAttrTokenID`: a key pair made on the token (C_GenerateKeyPair);
+    /// the new private key's item.
+    func generate(_ request: TokenKeyGeneration) throws(SecError) -> TokenItem
+}
+
+/// A key pair to make on a token.
+package struct TokenKeyGeneration: Sendable {
+    package var tokenID: String
+    /// 42 (RSA) or 73 (EC).
+    package var keyType: Int64
+    package var sizeInBits: Int64
+    /// The label and application tag of the new objects (`CKA_LABEL`, `CKA_ID`), when given.
+    package var label: String?
+    package var tag: [UInt8]?
+    package var caller: Caller
+    package var prompt: String?
 }
 
 extension OpenItem {

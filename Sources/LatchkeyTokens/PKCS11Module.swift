@@ -95,6 +95,57 @@ final class PKCS11Module: @unchecked Sendable {
         return session
     }
 
+    /// A read-write session, for making objects (C_GenerateKeyPair); closed by the caller.
+    func openReadWriteSession(_ slot: CK_SLOT_ID) throws(Failure) -> CK_SESSION_HANDLE {
+        guard let openSession = functions.pointee.C_OpenSession else {
+            throw Failure(rv: CKR_GENERAL_ERROR, call: "C_OpenSession")
+        }
+        var session: CK_SESSION_HANDLE = 0
+        try check(openSession(slot, CK_FLAGS(CKF_SERIAL_SESSION | CKF_RW_SESSION), nil, nil, &session), "C_OpenSession")
+        return session
+    }
+
+    /// C_GenerateKeyPair with the two templates (type and value bytes each): the new objects' handles.
+    func generateKeyPair(
+        _ session: CK_SESSION_HANDLE, mechanism type: CK_MECHANISM_TYPE, publicTemplate: [(CK_ATTRIBUTE_TYPE, [UInt8])],
+        privateTemplate: [(CK_ATTRIBUTE_TYPE, [UInt8])]
+    ) throws(Failure) -> (publicKey: CK_OBJECT_HANDLE, privateKey: CK_OBJECT_HANDLE) {
+        guard let generate = functions.pointee.C_GenerateKeyPair else {
+            throw Failure(rv: CKR_FUNCTION_NOT_SUPPORTED, call: "C_GenerateKeyPair")
+        }
+        var mechanism = CK_MECHANISM(mechanism: type, pParameter: nil, ulParameterLen: 0)
+        var publicKey: CK_OBJECT_HANDLE = 0
+        var privateKey: CK_OBJECT_HANDLE = 0
+        let rv = Self.withTemplate(publicTemplate.map(\.0), publicTemplate.map(\.1)) { publicAttributes, publicCount in
+            Self.withTemplate(privateTemplate.map(\.0), privateTemplate.map(\.1)) { privateAttributes, privateCount in
+                generate(
+                    session, &mechanism, publicAttributes, publicCount, privateAttributes, privateCount, &publicKey,
+                    &privateKey)
+            }
+        }
+        try check(rv, "C_GenerateKeyPair")
+        return (publicKey, privateKey)
+    }
+
+    /// Calls `body` with a template whose values point into one buffer that lives for the call.
+    private static func withTemplate<R>(
+        _ types: [CK_ATTRIBUTE_TYPE], _ values: [[UInt8]], _ body: (UnsafeMutablePointer<CK_ATTRIBUTE>, CK_ULONG) -> R
+    ) -> R {
+        var storage = values.flatMap { $0 }
+        if storage.isEmpty { storage = [0] }
+        return storage.withUnsafeMutableBytes { raw in
+            var offset = 0
+            var template: [CK_ATTRIBUTE] = []
+            for (index, value) in values.enumerated() {
+                template.append(
+                    CK_ATTRIBUTE(
+                        type: types[index], pValue: raw.baseAddress! + offset, ulValueLen: CK_ULONG(value.count)))
+                offset += value.count
+            }
+            return template.withUnsafeMutableBufferPointer { body($0.baseAddress!, CK_ULONG($0.count)) }
+        }
+    }
+
     func closeSession(_ session: CK_SESSION_HANDLE) {
         _ = functions.pointee.C_CloseSession?(session)
     }

@@ -171,7 +171,7 @@ enum TokenScan {
     }
 
     /// The public key an object shows (a public key, or an RSA private key's modulus and exponent), checked.
-    private static func publicKey(_ module: PKCS11Module, _ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE)
+    static func publicKey(_ module: PKCS11Module, _ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE)
         -> KeyReference?
     {
         switch module.number(session, object, CK_ATTRIBUTE_TYPE(CKA_KEY_TYPE)) {

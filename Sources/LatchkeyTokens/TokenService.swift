@@ -107,6 +107,16 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         }
     }
 
+    /// The present token with the id `id`.
+    func token(id: String) -> PresentToken? {
+        monitor.locked { state.tokens[id] }
+    }
+
+    /// Looks at a module's tokens now (on its thread, from a job that already runs there).
+    func rescan(_ index: Int, _ module: PKCS11Module) {
+        scan(index, module)
+    }
+
     /// The present tokens' ids, their labels and how many items each has (the CLI's `tokens`, the log).
     package func summary() -> [(id: String, label: String, items: Int)] {
         monitor.locked { state.tokens.values.map { ($0.view.id, $0.view.info.label, $0.view.items.count) } }

@@ -223,4 +223,46 @@ final class TokenTests: TokenTestCase {
             SecItemCopyMatching([kSecValuePersistentRef: ref, kSecReturnRef: true] as CFDictionary, &again),
             errSecItemNotFound)
     }
+
+    /// SecKeyCreateRandomKey with kSecAttrTokenID makes the pair on the token (C_GenerateKeyPair): the key
+    /// is a token item at once, signs on the token, and its public half verifies the signature.
+    func testKeysGeneratedOnTheToken() throws {
+        let serial = try makeToken("tok1")
+        waitForItems(tokens: 1)
+        try answer(Self.pin)
+        let tokenID = "softhsm2:\(serial)"
+        for (type, bits, algorithm) in [
+            (kSecAttrKeyTypeECSECPrimeRandom, 256, SecKeyAlgorithm.ecdsaSignatureMessageX962SHA256),
+            (kSecAttrKeyTypeRSA, 2048, .rsaSignatureMessagePSSSHA256),
+        ] {
+            var error: Unmanaged<CFError>?
+            let key = try XCTUnwrap(
+                SecKeyCreateRandomKey(
+                    [
+                        kSecAttrKeyType: type, kSecAttrKeySizeInBits: bits, kSecAttrTokenID: tokenID,
+                        kSecPrivateKeyAttrs: [
+                            kSecAttrLabel: "made-\(bits)", kSecAttrApplicationTag: Data("t\(bits)".utf8),
+                        ],
+                    ] as CFDictionary, &error), "\(String(describing: error?.takeRetainedValue()))")
+            let message = Data("made on the token".utf8) as CFData
+            let signature = try XCTUnwrap(SecKeyCreateSignature(key, algorithm, message, &error))
+            let publicKey = try XCTUnwrap(SecKeyCopyPublicKey(key))
+            XCTAssertTrue(SecKeyVerifySignature(publicKey, algorithm, message, signature, &error))
+            let found = tokenItems(
+                kSecClassKey, [kSecAttrLabel: "made-\(bits)", kSecAttrKeyClass: kSecAttrKeyClassPrivate])
+            XCTAssertEqual(found.count, 1)
+            XCTAssertEqual(found.first?[kSecAttrTokenID as String] as? String, tokenID)
+        }
+        XCTAssertEqual(promptsShown(), 1, "one login for both keys")
+        // Not on a token that is not there.
+        var error: Unmanaged<CFError>?
+        XCTAssertNil(
+            SecKeyCreateRandomKey(
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
+                    kSecAttrTokenID: "softhsm2:none",
+                ]
+                    as CFDictionary, &error))
+        XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecItemNotFound))
+    }
 }
