@@ -55,6 +55,10 @@ package enum AgentMain {
         // AgentLog.logger), and this handler writes the agent's line format to standard error.
         LoggingSystem.bootstrap { _ in AgentLogHandler() }
         closeInheritedDescriptors()
+        // p11-kit would also load the PKCS#11 modules of ~/.config/pkcs11, which any program of the user can
+        // write: only root chooses the code the agent runs (docs/TOKENS.md §1). Set before any thread starts
+        // (setenv is not safe beside a getenv on another thread).
+        setenv(TokenConfiguration.noUserConfigVariable, "1", 1)
         var directory: String?
         var daemon = false
         var watchDesktop = true

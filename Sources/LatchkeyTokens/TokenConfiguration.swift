@@ -15,6 +15,9 @@ package struct TokenConfiguration: Sendable, Equatable {
     /// (tests), as `LATCHKEY_PAM_DIR` is; a user's agent ignores it, since any program of the user sets
     /// its environment and must not choose the code the agent loads.
     package static let variable = "LATCHKEY_TOKENS_CONF"
+    /// Makes p11-kit skip the user's configuration (`~/.config/pkcs11`): the agent sets it for itself at
+    /// start, since modules named there are code that any program of the user could choose.
+    package static let noUserConfigVariable = "P11_NO_USER_CONFIG"
     /// The largest configuration file read.
     static let maximumSize = 64 * 1024
 
