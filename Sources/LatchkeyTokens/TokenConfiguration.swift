@@ -15,8 +15,9 @@ package struct TokenConfiguration: Sendable, Equatable {
     /// (tests), as `LATCHKEY_PAM_DIR` is; a user's agent ignores it, since any program of the user sets
     /// its environment and must not choose the code the agent loads.
     package static let variable = "LATCHKEY_TOKENS_CONF"
-    /// Makes p11-kit skip the user's configuration (`~/.config/pkcs11`): the agent sets it for itself at
-    /// start, since modules named there are code that any program of the user could choose.
+    /// Asks p11-kit to skip the user's configuration (`~/.config/pkcs11`), for the modules' own option
+    /// lookups; the agent sets it for itself at start. The modules themselves are chosen by
+    /// `SystemModules`, which never reads the user's configuration.
     package static let noUserConfigVariable = "P11_NO_USER_CONFIG"
     /// The largest configuration file read.
     static let maximumSize = 64 * 1024
@@ -107,12 +108,15 @@ package struct TokenConfiguration: Sendable, Equatable {
     /// are resolved by `realpath` first, and each component is then checked without following any). A
     /// directory others may write into is accepted only with the sticky bit (/tmp): there, nobody but its
     /// owner, root here, can rename or replace an entry.
-    static func isRootOnly(_ path: String) -> Bool {
+    /// `directory`: the path is a directory, not a regular file.
+    static func isRootOnly(_ path: String, directory: Bool = false) -> Bool {
         guard let resolved = realpath(path, nil) else { return false }
         defer { free(resolved) }
         var current = String(cString: resolved)
         var info = stat()
-        guard lstat(current, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard lstat(current, &info) == 0, (info.st_mode & S_IFMT) == (directory ? S_IFDIR : S_IFREG) else {
+            return false
+        }
         while true {
             guard lstat(current, &info) == 0, info.st_uid == 0 else { return false }
             let sticky = (info.st_mode & S_IFMT) == S_IFDIR && info.st_mode & S_ISVTX != 0

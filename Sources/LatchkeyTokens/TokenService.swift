@@ -138,23 +138,17 @@ package final class TokenService: TokenSource, @unchecked Sendable {
     private func loadModules() {
         var loaded: [PKCS11Module] = []
         var filenames: Set<String> = []
-        if configuration.systemModules, let list = p11_kit_modules_load(nil, 0) {
-            var index = 0
-            while let functions = list[index] {
-                index += 1
-                if let option = p11_kit_config_option(functions, "trust-policy") {
-                    let trust = String(cString: option) == "yes"
-                    free(option)
-                    if trust { continue }
+        if configuration.systemModules {
+            let (entries, notes) = SystemModules.list()
+            for note in notes { log.info("tokens: \(note)") }
+            for entry in entries {
+                guard let functions = p11_kit_module_load(entry.path, 0) else {
+                    log.warning("tokens: cannot load the module \(entry.path)")
+                    continue
                 }
-                let name = Self.owned(p11_kit_module_get_name(functions)) ?? "module\(index)"
-                if let filename = Self.owned(p11_kit_module_get_filename(functions)) {
-                    filenames.insert(Self.resolved(filename))
-                }
-                loaded.append(PKCS11Module(functions: functions, name: name, fromSystemConfiguration: true))
+                filenames.insert(Self.resolved(entry.path))
+                loaded.append(PKCS11Module(functions: functions, name: entry.name, fromSystemConfiguration: true))
             }
-            // The array only; the modules stay loaded (never released: the agent keeps them to its end).
-            free(list)
         }
         for path in configuration.modules where !filenames.contains(Self.resolved(path)) {
             guard let functions = p11_kit_module_load(path, 0) else {

@@ -70,3 +70,39 @@ final class TokenConfigurationTests: XCTestCase {
         XCTAssertEqual(TokenService.name(ofPath: "/usr/lib/x86_64-linux-gnu/opensc-pkcs11.so"), "opensc-pkcs11")
     }
 }
+
+/// The system's module files, as the agent reads them instead of p11-kit (which would add the user's).
+final class SystemModulesTests: XCTestCase {
+    func testModuleFilesAreReadWithTheirProgramRulesAndTrustModulesAreLeftOut() throws {
+        try XCTSkipUnless(FileManager.default.fileExists(atPath: "/usr/lib/softhsm/libsofthsm2.so"), "softhsm2")
+        let softhsm = "module: /usr/lib/softhsm/libsofthsm2.so\n"
+        XCTAssertEqual(
+            try SystemModules.entry(name: "softhsm2", text: "# c\n" + softhsm).get(),
+            SystemModules.Entry(name: "softhsm2", path: "/usr/lib/softhsm/libsofthsm2.so"))
+        XCTAssertThrowsError(try SystemModules.entry(name: "t", text: softhsm + "trust-policy: yes\n").get())
+        XCTAssertThrowsError(
+            try SystemModules.entry(name: "d", text: softhsm + "disable-in: latchkeyd, firefox\n").get())
+        XCTAssertThrowsError(try SystemModules.entry(name: "e", text: softhsm + "enable-in: firefox\n").get())
+        XCTAssertNoThrow(try SystemModules.entry(name: "e", text: softhsm + "enable-in: firefox,latchkeyd\n").get())
+        XCTAssertThrowsError(try SystemModules.entry(name: "n", text: "priority: 1\n").get(), "no module")
+        XCTAssertThrowsError(
+            try SystemModules.entry(name: "tmp", text: "module: /tmp/not-a-module.so\n").get(), "not root's alone")
+    }
+
+    func testTheUsersConfigurationIsNotAmongTheSystemModules() throws {
+        // A user's p11-kit configuration, which p11_kit_modules_load would load for a user's agent.
+        let home = NSTemporaryDirectory() + "home-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(
+            atPath: home + "/.config/pkcs11/modules", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        try "module: /usr/lib/softhsm/libsofthsm2.so\n".write(
+            toFile: home + "/.config/pkcs11/modules/usermod.module", atomically: true, encoding: .utf8)
+        let saved = getenv("HOME").map { String(cString: $0) }
+        setenv("HOME", home, 1)
+        defer { if let saved { setenv("HOME", saved, 1) } else { unsetenv("HOME") } }
+        let (modules, _) = SystemModules.list()
+        XCTAssertFalse(modules.contains { $0.name == "usermod" }, "a module of the user's configuration")
+        for module in modules { XCTAssertTrue(TokenConfiguration.isRootOnly(module.path), module.path) }
+        XCTAssertFalse(modules.contains { $0.name == "p11-kit-trust" }, "the trust module holds CAs, not tokens")
+    }
+}
