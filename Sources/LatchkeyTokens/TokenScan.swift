@@ -59,8 +59,10 @@ enum TokenScan {
             let ckaID = module.attribute(session, object, CK_ATTRIBUTE_TYPE(CKA_ID)) ?? []
             if let label = label(module, session, object) { attributes[SecAttr.label] = .string(label) }
             attributes.merge(common) { _, token in token }
-            view.items.append(
-                TokenItem(ref: reference(id, "cert", der), itemClass: .certificate, attributes: attributes, data: der))
+            // The same certificate twice on a token is one item (its reference is its content's).
+            let ref = reference(id, "cert", der)
+            guard !view.items.contains(where: { $0.ref == ref }) else { continue }
+            view.items.append(TokenItem(ref: ref, itemClass: .certificate, attributes: attributes, data: der))
             if !ckaID.isEmpty, let certificate = try? X509Certificate(der: der),
                 let keyType = certificateKeyType(certificate),
                 let key = try? TokenAttributes.publicKey(certificate.publicKeyBytes, keyType: keyType)
@@ -81,6 +83,7 @@ enum TokenScan {
                 publicKeysByID[ckaID] = key
                 publicFlags[ckaID] = attributes
             }
+            guard !view.items.contains(where: { $0.ref == reference(id, "pubk", key.publicKey) }) else { continue }
             view.items.append(
                 TokenItem(
                     ref: reference(id, "pubk", key.publicKey), itemClass: .key, attributes: attributes,
