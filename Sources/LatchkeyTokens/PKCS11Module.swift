@@ -19,13 +19,10 @@ final class PKCS11Module: @unchecked Sendable {
     let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
     /// How the module is known in token ids and logs: p11-kit's module name, or the file's name.
     let name: String
-    /// False when the module, not p11-kit, was asked to load it (a module named in tokens.conf).
-    let fromSystemConfiguration: Bool
 
-    init(functions: UnsafeMutablePointer<CK_FUNCTION_LIST>, name: String, fromSystemConfiguration: Bool) {
+    init(functions: UnsafeMutablePointer<CK_FUNCTION_LIST>, name: String) {
         self.functions = functions
         self.name = name
-        self.fromSystemConfiguration = fromSystemConfiguration
     }
 
     struct Failure: Error, Sendable {

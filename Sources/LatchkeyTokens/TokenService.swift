@@ -50,8 +50,8 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         /// Modules with a scan queued or running.
         var scanning: Set<Int> = []
         var tokens: [String: PresentToken] = [:]
-        /// Bumped on every change of `tokens`, for whoever waits for one (`waitForChange`).
-        var generation = 0
+        /// Modules whose thread was found stuck in a call (logged once each).
+        var stuck: Set<Int> = []
     }
 
     private let configuration: TokenConfiguration
@@ -117,19 +117,6 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         scan(index, module)
     }
 
-    /// The present tokens' ids, their labels and how many items each has (the CLI's `tokens`, the log).
-    package func summary() -> [(id: String, label: String, items: Int)] {
-        monitor.locked { state.tokens.values.map { ($0.view.id, $0.view.info.label, $0.view.items.count) } }
-            .sorted { $0.id < $1.id }
-    }
-
-    /// Waits until the set of tokens or their items changed, at most `timeout`; whether it did.
-    package func waitForChange(after generation: Int, timeout: Duration) -> Bool {
-        monitor.wait(timeout: timeout) { state.generation != generation }
-    }
-
-    package var generation: Int { monitor.locked { state.generation } }
-
     /// PKCS#11's CK_INVALID_HANDLE: no session.
     static let invalidHandle: CK_SESSION_HANDLE = 0
 
@@ -147,7 +134,7 @@ package final class TokenService: TokenSource, @unchecked Sendable {
                     continue
                 }
                 filenames.insert(Self.resolved(entry.path))
-                loaded.append(PKCS11Module(functions: functions, name: entry.name, fromSystemConfiguration: true))
+                loaded.append(PKCS11Module(functions: functions, name: entry.name))
             }
         }
         for path in configuration.modules where !filenames.contains(Self.resolved(path)) {
@@ -157,7 +144,7 @@ package final class TokenService: TokenSource, @unchecked Sendable {
             }
             filenames.insert(Self.resolved(path))
             loaded.append(
-                PKCS11Module(functions: functions, name: Self.name(ofPath: path), fromSystemConfiguration: false))
+                PKCS11Module(functions: functions, name: Self.name(ofPath: path)))
         }
         for module in loaded {
             guard let worker = ModuleWorker(name: module.name) else {
@@ -209,6 +196,12 @@ package final class TokenService: TokenSource, @unchecked Sendable {
     private func watch() {
         while true {
             let due = monitor.locked { () -> [(Int, LoadedModule)] in
+                // A module stuck in a call for long is said once: its tokens stop answering, nothing else.
+                for index in state.scanning where state.modules[index].worker.isStuck(longerThan: .seconds(30)) {
+                    if state.stuck.insert(index).inserted {
+                        log.warning("tokens: the module \(state.modules[index].module.name) has not answered for 30 s")
+                    }
+                }
                 let indices = state.ready.subtracting(state.scanning).sorted()
                 for index in indices { state.scanning.insert(index) }
                 return indices.map { ($0, state.modules[$0]) }
@@ -244,9 +237,7 @@ package final class TokenService: TokenSource, @unchecked Sendable {
                 monitor.locked {
                     state.ready.remove(index)
                     for (id, token) in state.tokens where token.module == index { state.tokens[id] = nil }
-                    state.generation += 1
                 }
-                monitor.broadcast()
                 return
             }
             // The sessions went with the old initialisation.
@@ -288,19 +279,8 @@ package final class TokenService: TokenSource, @unchecked Sendable {
             log.info("tokens: \(id) present (\(seen[id]!.view.items.count) items)")
         }
         monitor.locked {
-            var changed = false
-            for (id, token) in state.tokens where token.module == index && seen[id] == nil {
-                state.tokens[id] = nil
-                changed = true
-            }
-            for (id, token) in seen {
-                if state.tokens[id]?.view.items != token.view.items || state.tokens[id]?.session != token.session {
-                    changed = true
-                }
-                state.tokens[id] = token
-            }
-            if changed { state.generation += 1 }
+            for (id, token) in state.tokens where token.module == index && seen[id] == nil { state.tokens[id] = nil }
+            for (id, token) in seen { state.tokens[id] = token }
         }
-        monitor.broadcast()
     }
 }
