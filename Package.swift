@@ -21,6 +21,8 @@
 //   sockets on swift-system) imports nothing of ours, so any module may use it, LatchkeySecrets included.
 //   LatchkeyDBus (sd-bus) <- LatchkeyDesktop (the screen-lock watcher) <- LatchkeyAgent; LatchkeySecretService
 //   imports only the binding. The agent's socket server imports neither.
+//   LatchkeyTokens (PKCS#11 modules through p11-kit, CP11Kit) <- LatchkeyAgent: the engine knows tokens only as
+//     its `TokenSource` protocol and `TokenItem` values (docs/TOKENS.md).
 import PackageDescription
 
 // swift-system's module, for the targets that name FileDescriptor, FilePath or Errno themselves.
@@ -61,6 +63,10 @@ let package = Package(
         .systemLibrary(
             name: "CPAM", pkgConfig: "pam",
             providers: [.apt(["libpam0g-dev"])]),
+        // p11-kit and its pkcs11.h: the PKCS#11 modules of smart cards and tokens (docs/TOKENS.md).
+        .systemLibrary(
+            name: "CP11Kit", pkgConfig: "p11-kit-1",
+            providers: [.apt(["libp11-kit-dev"])]),
         // The keybag's Argon2id limits: pam/keybag_limits.h, the one definition the PAM module and the
         // agent both read (a module map only; nothing to link).
         .systemLibrary(name: "CKeybagLimits"),
@@ -119,11 +125,19 @@ let package = Package(
         .target(
             name: "LatchkeyLog",
             dependencies: ["LatchkeySystem", .product(name: "Logging", package: "swift-log"), systemPackage]),
+        // Smart cards and tokens over PKCS#11 (docs/TOKENS.md): the modules, their sessions on threads of their
+        // own, the watcher, and the token items and key operations the engine asks for (TokenSource).
+        .target(
+            name: "LatchkeyTokens",
+            dependencies: [
+                "CP11Kit", "LatchkeyEngine", "LatchkeyModel", "LatchkeyCrypto", "LatchkeySecrets", "LatchkeySystem",
+                .product(name: "Logging", package: "swift-log"), systemPackage,
+            ]),
         .target(
             name: "LatchkeyAgent",
             dependencies: [
                 "LatchkeyEngine", "LatchkeyCodec", "LatchkeyWire", "LatchkeyTransport", "LatchkeyDesktop",
-                "LatchkeySecretService", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
+                "LatchkeySecretService", "LatchkeyTokens", "LatchkeySystem", "CLatchkeySystem", "LatchkeyLog",
                 "LatchkeyApplications", "CPAM", .product(name: "Logging", package: "swift-log"), systemPackage,
             ]),
         .executableTarget(name: "latchkeyd", dependencies: ["LatchkeyAgent"]),
@@ -167,6 +181,9 @@ let package = Package(
             resources: [.copy("Vectors")]),
         .testTarget(name: "LatchkeyStoreTests", dependencies: ["LatchkeyStore"]),
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
+        // tokens.conf, the DER and mechanisms of the token side, a module's thread and its deadlines.
+        .testTarget(
+            name: "LatchkeyTokensTests", dependencies: ["LatchkeyTokens", "LatchkeyCrypto", "LatchkeyModel", "CP11Kit"]),
         // Seeded value generators and a mutator, shared by the tests of the two decoders of outside input.
         .target(
             name: "LatchkeyValueTestSupport", dependencies: ["LatchkeyModel"], path: "Tests/LatchkeyValueTestSupport"),

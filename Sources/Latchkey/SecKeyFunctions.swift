@@ -22,7 +22,8 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         let permanentPrivate = KeyGeneration.isPermanent(
             try KeyGeneration.parameters(dictionary, half: SecKeys.privateKeyAttributes))
         let permanentPublic = KeyGeneration.isPermanent(publicParameters)
-        if permanentPrivate {
+        // A key for a token (kSecAttrTokenID) is made on the token, by the agent, stored or not.
+        if permanentPrivate || dictionary[SecAttr.tokenID] != nil {
             guard let value = try agentCall(.generateKey(dictionary)),
                 case .key(let reference) = try ItemReference(value)
             else {

@@ -2,8 +2,10 @@ import CLatchkeySystem
 import LatchkeyDesktop
 import LatchkeyEngine
 import LatchkeyLog
+import LatchkeyModel
 import LatchkeySecretService
 import LatchkeySystem
+import LatchkeyTokens
 import LatchkeyTransport
 import LatchkeyWire
 import Logging
@@ -53,6 +55,10 @@ package enum AgentMain {
         // AgentLog.logger), and this handler writes the agent's line format to standard error.
         LoggingSystem.bootstrap { _ in AgentLogHandler() }
         closeInheritedDescriptors()
+        // p11-kit would also load the PKCS#11 modules of ~/.config/pkcs11, which any program of the user can
+        // write: only root chooses the code the agent runs (docs/TOKENS.md §1). Set before any thread starts
+        // (setenv is not safe beside a getenv on another thread).
+        setenv(TokenConfiguration.noUserConfigVariable, "1", 1)
         var directory: String?
         var daemon = false
         var watchDesktop = true
@@ -157,17 +163,20 @@ package enum AgentMain {
         let server: AgentServer
         let keychain: Keychain
         let lockPolicy: LockPolicy
+        let tokens: TokenService
         do {
             // The locks first: the keychain is opened (its store, perhaps migrated) only by the one
             // agent that may serve it.
             let locks = try AgentLocks.take(binding: Listener.isInherited ? nil : endpoint, keychain: location)
-            keychain = Keychain(location: location)
+            let presence = UserPresence(prompter: prompter)
+            tokens = makeTokens(presence)
+            keychain = Keychain(location: location, policy: AccessGroupPolicy(), tokens: tokens)
             lockPolicy = LockPolicy(keychain: keychain, settings: policy)
             server = try AgentServer(
                 endpoint: endpoint, locks: locks, keychain: keychain,
                 onItemRequest: { lockPolicy.noteUse() },
                 onUnlock: { lockPolicy.cancelPendingLock() },
-                presence: UserPresence(prompter: prompter))
+                presence: presence)
         } catch let error as ListenerError {
             if error.alreadyRunning && activation {
                 // D-Bus started us for org.freedesktop.secrets: the running agent takes the bus.
@@ -211,8 +220,20 @@ package enum AgentMain {
             host.start()
             secretServiceHost = host
         }
+        // Modules load and tokens are scanned on threads of their own; the agent answers meanwhile.
+        tokens.start()
         signalReady()
         server.run()
+    }
+
+    /// The token service (docs/TOKENS.md) with the configuration in effect; PINs are asked through the
+    /// same queue of prompts as the user checks.
+    private static func makeTokens(_ presence: UserPresence) -> TokenService {
+        let (configuration, warnings) = TokenConfiguration.load()
+        for warning in warnings { AgentLog.warning("tokens: \(warning)") }
+        return TokenService(
+            configuration: configuration, askPIN: { request throws(SecError) in try presence.askPIN(request) },
+            log: AgentLog.logger)
     }
 
     /// `$XDG_DATA_HOME/latchkey`, or `~/.local/share/latchkey`.

@@ -3,6 +3,7 @@ import LatchkeyModel
 import LatchkeySecretService
 import LatchkeySecrets
 import LatchkeySystem
+import LatchkeyTokens
 
 #if canImport(Glibc)
     import Glibc
@@ -53,23 +54,24 @@ package final class UserPresence: Sendable {
         let pid: Int32
         /// The PAM services to run, in order; every one must pass.
         let services: [String]
-        /// Asks for an application password rather than running a PAM stack.
-        let asksApplicationPassword: Bool
+        /// A question asked through the prompter instead of a PAM check: an application password's
+        /// (docs/ACCESS-CONTROL.md §8) or a token's PIN (docs/TOKENS.md, "The PIN").
+        let question: String?
         /// Guarded by the monitor.
         var outcome: PAMUserCheck.Outcome?
-        /// The application password answered (guarded by the monitor; taken once).
-        var password: SecretBytes?
+        /// Guarded by the monitor: what the user answered to `question`, taken once by the asking thread.
+        var answer: SecretBytes?
         /// Guarded by the monitor: the worker took the job.
         var running = false
         /// Guarded by the monitor: its client went away; no further transaction starts for it.
         var dismissed = false
         /// Guarded by the monitor: the conversation of the transaction running for it.
         var conversation: PinentryConversation?
-        init(description: String, pid: Int32, services: [String] = [], asksApplicationPassword: Bool = false) {
+        init(description: String, pid: Int32, services: [String] = [], question: String? = nil) {
             self.description = description
             self.pid = pid
             self.services = services
-            self.asksApplicationPassword = asksApplicationPassword
+            self.question = question
         }
     }
 
@@ -120,12 +122,45 @@ package final class UserPresence: Sendable {
     {
         let job = Job(
             description: Self.description(requirement, caller: caller, applicationPassword: true), pid: caller.pid,
-            asksApplicationPassword: true)
+            question: "Application password:")
         try run(job, clientGone: clientGone)
-        guard let password = monitor.locked({ job.password }) else {
+        guard let password = monitor.locked({ () -> SecretBytes? in defer { job.answer = nil }; return job.answer })
+        else {
             throw SecError(SecStatus.userCanceled, "no application password was given")
         }
         return password
+    }
+
+    /// Asks the user for a token's PIN through the prompter, in the same queue as the user checks (one
+    /// prompt at a time): the PIN, or errSecUserCanceled / errSecInteractionNotAllowed.
+    func askPIN(_ request: TokenService.PINRequest) throws(SecError) -> SecretBytes {
+        let job = Job(
+            description: Self.pinDescription(request), pid: request.caller.pid,
+            question: "PIN for \(Self.printable(request.tokenLabel, limit: 64)):")
+        do {
+            try run(job, clientGone: { false })
+        } catch {
+            throw error.status == SecStatus.authFailed
+                ? SecError(SecStatus.interactionNotAllowed, "the PIN prompt could not be shown") : error
+        }
+        guard let pin = monitor.locked({ () -> SecretBytes? in defer { job.answer = nil }; return job.answer }) else {
+            throw SecError(SecStatus.interactionNotAllowed, "the prompter gave no PIN")
+        }
+        return pin
+    }
+
+    /// The PIN prompt's text: which program asks, for which key on which token, and its reason.
+    static func pinDescription(_ request: TokenService.PINRequest) -> String {
+        var program = request.caller.executable ?? "process \(request.caller.pid)"
+        if let application = request.caller.accessGroups.first, application != Caller.defaultAccessGroup {
+            program = "\(application) (\(program))"
+        }
+        let key = request.keyLabel.map { "the key \u{201C}\(printable($0, limit: 100))\u{201D}" } ?? "a key"
+        var text =
+            "\(printable(program, limit: 300)) wants to use \(key) on the token "
+            + "\u{201C}\(printable(request.tokenLabel, limit: 64))\u{201D} (\(printable(request.tokenID, limit: 140)))."
+        if let prompt = request.prompt, !prompt.isEmpty { text += "\n\n" + printable(prompt, limit: 500) }
+        return text
     }
 
     /// Queues `job`, waits for its outcome (dismissing it if its client goes) and throws unless it passed.
@@ -183,8 +218,8 @@ package final class UserPresence: Sendable {
                 return queue.first
             }) {
                 var outcome = PAMUserCheck.Outcome.failed
-                var password: SecretBytes?
-                if job.asksApplicationPassword {
+                var answer: SecretBytes?
+                if let question = job.question {
                     let conversation = PinentryConversation(prompter: prompter, description: job.description)
                     let dismissed = monitor.locked { () -> Bool in
                         job.conversation = conversation
@@ -193,9 +228,9 @@ package final class UserPresence: Sendable {
                     if dismissed {
                         outcome = .cancelled
                     } else {
-                        switch conversation.ask("Application password:") {
-                        case .answer(let answer):
-                            password = answer
+                        switch conversation.ask(question) {
+                        case .answer(let given):
+                            answer = given
                             outcome = .passed
                         case .cancelled, .timedOut: outcome = .cancelled
                         case .failed: outcome = .noInteraction
@@ -204,7 +239,7 @@ package final class UserPresence: Sendable {
                     monitor.locked { job.conversation = nil }
                     conversation.close()
                 }
-                for service in job.asksApplicationPassword ? [] : job.services {
+                for service in job.question != nil ? [] : job.services {
                     let conversation = PinentryConversation(prompter: prompter, description: job.description)
                     let dismissed = monitor.locked { () -> Bool in
                         job.conversation = conversation
@@ -222,7 +257,7 @@ package final class UserPresence: Sendable {
                     if outcome != .passed { break }
                 }
                 monitor.locked {
-                    job.password = password
+                    job.answer = answer
                     job.outcome = outcome
                     queue.removeFirst()
                 }

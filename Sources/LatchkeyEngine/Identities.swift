@@ -135,6 +135,7 @@ struct Identities {
                 if !keys.isEmpty { pairs.append((certificate, keys)) }
             }
             guard !pairs.isEmpty else { throw SecError.notFound }
+            if pairs.contains(where: { $0.certificate.token != nil }) { throw ItemRules.tokenItemsAreReadOnly }
             let certificateIDs = Set(pairs.map(\.certificate.id))
             var keyIDs: Set<Int64> = []
             var keyRefs: [[UInt8]] = []

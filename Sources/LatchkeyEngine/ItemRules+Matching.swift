@@ -7,6 +7,19 @@ extension ItemRules {
     /// Finds and opens the items a query matches, in row order. The first matching row whose class key
     /// is not held ends the search with errSecInteractionNotAllowed, as securityd's scan does.
     func find(_ query: ItemQuery, limit: Int?) throws(SecError) -> [OpenItem] {
+        let present = presentTokenItems
+        if !present.isEmpty, namesTokensOnly(query, present: present) {
+            return try tokenItems(query, present: present, limit: limit)
+        }
+        var items = try findStored(query, limit: limit)
+        if !present.isEmpty {
+            items += try tokenItems(query, present: present, limit: limit.map { $0 - items.count })
+        }
+        return items
+    }
+
+    /// `find` among the store's rows only.
+    private func findStored(_ query: ItemQuery, limit: Int?) throws(SecError) -> [OpenItem] {
         let rows: [StoreRow]
         do {
             if let ref = query.persistentRef {

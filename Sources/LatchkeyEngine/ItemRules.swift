@@ -19,6 +19,8 @@ struct ItemRules {
     let onChange: (@Sendable (KeychainItemChange) -> Void)?
     /// Whether the items whose secret the request reads, changes or uses may be (user presence).
     var presence = PresenceGate(session: nil)
+    /// The tokens whose items join the store's (docs/TOKENS.md); nil: none.
+    var tokens: (any TokenSource)? = nil
 
     /// SecItemAdd, in one transaction.
     func add(_ request: AddRequest) throws(SecError) -> SecValue? {
@@ -151,6 +153,7 @@ struct ItemRules {
     /// SecItemDelete. Works whatever the lock state: matching uses only the plaintext columns and the
     /// keyed hashes, never an item's class key, exactly as securityd matches on its columns.
     func delete(_ query: ItemQuery) throws(SecError) {
+        if try deleteNamesTokens(query) { throw Self.tokenItemsAreReadOnly }
         if query.identity { return try Identities(items: self).delete(query) }
         do {
             let ids: [Int64]
@@ -189,6 +192,7 @@ struct ItemRules {
     // MARK: - Update
 
     func rewrite(_ item: OpenItem, with changes: AttributeChanges) throws {
+        if item.token != nil { throw Self.tokenItemsAreReadOnly }
         if item.itemClass == .key, !item.isExtractable { try Self.checkKeptIn(item, changes) }
         if item.itemClass == .key { keys.privateKeys.remove(ref: item.persistentRef) }
         let protection = changes.protection ?? item.protection

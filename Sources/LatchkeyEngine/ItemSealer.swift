@@ -21,6 +21,9 @@ struct OpenItem {
     /// The key of the item's application-password box, when the request's password gave it
     /// (`PresenceGate`); `ItemSealer.openSecret` needs it for such an item.
     var applicationKey: SecretBytes? = nil
+    /// What a token item is (docs/TOKENS.md); nil for the store's items. A token item has no row: its
+    /// `row` and `itemKey` are empty, and its data comes from here.
+    var token: TokenItem? = nil
 }
 
 /// Seals and opens store rows, and computes the keyed hashes (docs/STORE.md, the normative description).
@@ -149,6 +152,13 @@ enum ItemSealer {
 
     /// The secret as stored: for an item with an application password, its box.
     static func openStoredSecret(_ item: OpenItem) throws(SecError) -> [UInt8] {
+        if let token = item.token {
+            // A token's private key never leaves the token; what the item holds is its public half.
+            guard token.itemClass == .certificate || token.keyClass != KeyReference.classPrivate else {
+                throw SecError(SecStatus.dataNotAvailable, "a token's private key never leaves the token")
+            }
+            return token.data
+        }
         do {
             return try AES256GCM.open(
                 item.row.secret, key: item.itemKey,

@@ -16,6 +16,8 @@ enum KeyOperations {
         var exchange: KeyMaterial.ExchangeParameters
         /// `kSecUseOperationPrompt`, for the user check a protected key needs.
         var prompt: String?
+        /// `kSecUseAuthenticationUI`: whether a token's PIN may be asked for.
+        var authenticationUI = AuthenticationUI.allow
 
         init(parsing request: SecDictionary) throws(SecError) {
             guard case .data(let refBytes)? = request[KeyOperation.Field.key], let ref = PersistentRef(bytes: refBytes),
@@ -37,6 +39,10 @@ enum KeyOperations {
                 requestedSize: request[KeyOperation.Field.requestedSize]?.integerValue.map(Int.init),
                 sharedInfo: request[KeyOperation.Field.sharedInfo]?.dataValue ?? [])
             prompt = request[SecKeys.useOperationPrompt]?.stringValue
+            switch request[SecKeys.useAuthenticationUI]?.stringValue {
+            case SecKeys.useAuthenticationUIFail?, SecKeys.useAuthenticationUISkip?: authenticationUI = .fail
+            default: break
+            }
         }
 
         /// What the access policy is asked: an export reads the key's data; the others only use it.
@@ -54,6 +60,8 @@ enum KeyOperations {
         var ref: [UInt8]
         var sealedSecret: [UInt8]
         var protection: ProtectionClass
+        /// A token's key: the operation runs on the token (`Keychain.keyOperation`).
+        var token: TokenItem? = nil
     }
 
     /// Opens the key item a request names (mutex held). Its class key must be held
@@ -84,6 +92,10 @@ enum KeyOperations {
         var opened = OpenedKey(
             material: [], keyType: keyType, keyClass: keyClass, imported: nil,
             ref: item.persistentRef, sealedSecret: item.row.secret, protection: item.protection)
+        if let token = item.token, request.operation != .export {
+            opened.token = token
+            return opened
+        }
         if request.operation != .export,
             let cached = items.keys.privateKeys.key(ref: item.persistentRef, sealedSecret: item.row.secret)
         {
@@ -154,7 +166,7 @@ enum KeyOperations {
             throw .param("kSecAttrKeySizeInBits is missing or not a number")
         }
         if parameters[SecAttr.tokenID] != nil {
-            throw SecError(SecStatus.unimplemented, "kSecAttrTokenID: this keychain has no Secure Enclave or token")
+            throw SecError(SecStatus.unimplemented, "kSecAttrTokenID: generating a key on a token is not supported yet")
         }
         let privateParameters = try KeyGeneration.parameters(parameters, half: SecKeys.privateKeyAttributes)
         let publicParameters = try KeyGeneration.parameters(parameters, half: SecKeys.publicKeyAttributes)

@@ -16,6 +16,8 @@ package final class Keychain: @unchecked Sendable {
     let mutex = EngineMutex()
     let lockState: LockState
     let gate: RequestGate
+    /// The tokens whose items join the store's (docs/TOKENS.md); nil: none.
+    let tokens: (any TokenSource)?
     /// Told of every SecItem change of a generic password, with the mutex held (Secret Service signals).
     private var itemChangeObserver: (@Sendable (KeychainItemChange) -> Void)?
 
@@ -26,8 +28,9 @@ package final class Keychain: @unchecked Sendable {
     }
 
     /// Opens the keychain in `location`, deciding access with `policy`.
-    package init(location: KeychainLocation, policy: any AccessPolicy) {
+    package init(location: KeychainLocation, policy: any AccessPolicy, tokens: (any TokenSource)? = nil) {
         self.location = location
+        self.tokens = tokens
         gate = RequestGate(policy: policy)
         lockState = LockState(location: location, mutex: mutex)
     }
@@ -41,7 +44,7 @@ package final class Keychain: @unchecked Sendable {
             try body(
                 ItemRules(
                     store: store, keys: keys, scope: scope, onChange: itemChangeObserver,
-                    presence: PresenceGate(session: checks)))
+                    presence: PresenceGate(session: checks), tokens: tokens))
         }
     }
 
@@ -117,6 +120,16 @@ package final class Keychain: @unchecked Sendable {
             try KeyOperations.open(operation, in: items)
         }
         defer { SecretBytes.wipe(&key.material) }
+        if let token = key.token {
+            guard let tokens else { throw SecError.notFound }
+            return .data(
+                try tokens.perform(
+                    TokenKeyRequest(
+                        item: token, operation: operation.operation, algorithm: operation.algorithm,
+                        input: operation.input, peer: operation.exchange.peer,
+                        requestedSize: operation.exchange.requestedSize, sharedInfo: operation.exchange.sharedInfo,
+                        caller: caller, prompt: operation.prompt, authenticationUI: operation.authenticationUI)))
+        }
         let (result, imported) = try KeyOperations.perform(operation, with: key)
         if let imported {
             _ = try? withItems(for: caller) { items throws(SecError) in
@@ -129,6 +142,9 @@ package final class Keychain: @unchecked Sendable {
     /// `SecKeyCreateRandomKey` for a key stored at once (see `KeyOperations.generate`); returns the
     /// private key's reference.
     package func generateKey(_ parameters: SecDictionary, caller: Caller) throws(SecError) -> SecValue {
+        if let tokenID = parameters[SecAttr.tokenID] {
+            return try generateOnToken(parameters, tokenID: tokenID, caller: caller)
+        }
         var privateMaterial: [UInt8] = []
         #if DEBUG
             var generated: UInt?
@@ -164,6 +180,31 @@ package final class Keychain: @unchecked Sendable {
             }
         }
         return reference
+    }
+
+    /// `SecKeyCreateRandomKey` with `kSecAttrTokenID` (docs/TOKENS.md §4): the pair is made on the token
+    /// and stays there; what comes back is the new private key's reference, a token item.
+    private func generateOnToken(_ parameters: SecDictionary, tokenID: SecValue, caller: Caller) throws(SecError)
+        -> SecValue
+    {
+        guard let tokens, case .string(let id) = tokenID else {
+            throw SecError(SecStatus.unimplemented, "kSecAttrTokenID: no such token")
+        }
+        guard let type = parameters[SecAttr.keyType]?.integerValue,
+            let size = parameters[SecAttr.keySizeInBits]?.integerValue
+        else { throw .param("kSecAttrKeyType or kSecAttrKeySizeInBits is missing or not a number") }
+        let privateParameters = try KeyGeneration.parameters(parameters, half: SecKeys.privateKeyAttributes)
+        // The token's group is written by nobody; making a key on a token is using it, as on Apple systems.
+        _ = try gate.admit(AccessRequest(.useKey, caller: caller, itemClass: .key))
+        let item = try tokens.generate(
+            TokenKeyGeneration(
+                tokenID: id, keyType: type, sizeInBits: size, label: privateParameters[SecAttr.label]?.stringValue,
+                tag: privateParameters[SecAttr.applicationTag]?.dataValue, caller: caller,
+                prompt: parameters[SecKeys.useOperationPrompt]?.stringValue))
+        guard let reference = try ResultBuilder.reference(for: OpenItem(token: item)) else {
+            throw SecError(SecStatus.internalComponent, "the new token key has no reference")
+        }
+        return reference.secValue
     }
 
     /// Calls `observer` after every SecItem change of a generic password, so the Secret Service can
@@ -215,7 +256,10 @@ package final class Keychain: @unchecked Sendable {
     /// Returns whether any key was held, so callers can tell a lock from a no-op.
     @discardableResult
     package func lock(all: Bool) -> Bool {
-        lockState.lock(all: all)
+        let wasHeld = lockState.lock(all: all)
+        // A token's login goes with the keychain's keys (docs/TOKENS.md, "The PIN").
+        tokens?.keychainLocked()
+        return wasHeld
     }
 
     /// Re-wraps the class keys under a new password. Items are not re-encrypted. The keybag is replaced

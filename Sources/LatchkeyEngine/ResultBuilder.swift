@@ -87,6 +87,14 @@ enum ResultBuilder {
     /// A key item as a reference. A private key is described by its public half and its persistent
     /// reference only: its bytes stay in the agent.
     private static func keyReference(_ item: OpenItem) throws(SecError) -> KeyReference {
+        if let token = item.token {
+            // A token key is described by its public half; a private one is used through its reference.
+            let isPrivate = token.keyClass == KeyReference.classPrivate
+            return KeyReference(
+                keyType: token.keyType, keyClass: token.keyClass, sizeInBits: token.sizeInBits, publicKey: token.data,
+                material: isPrivate ? nil : token.data, persistentRef: persistentRef(item),
+                extractable: !isPrivate)
+        }
         let keyClass = item.attributes[SecAttr.keyClass]?.integerValue ?? KeyReference.classPublic
         let keyType = item.attributes[SecAttr.keyType]?.integerValue ?? 0
         var material = try ItemSealer.openSecret(item)

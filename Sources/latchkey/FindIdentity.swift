@@ -53,6 +53,8 @@ struct FindIdentity: ParsableCommand {
         for (index, (certificate, item)) in identities.enumerated() {
             var line = "  \(index + 1)) \(hexString(certificate.sha1)) \(ItemPrinter.quoted(certificate.summary))"
             line += " (\(keyDescription(item)))"
+            // An identity of a token (docs/TOKENS.md): which one.
+            if let token = item[kSecAttrTokenID as String] as? String { line += " [token \(token)]" }
             if let problem = certificate.validityProblem { line += " (\(problem))" }
             lines.append(line)
         }

@@ -43,8 +43,15 @@ struct KeyFilterOptions: ParsableArguments {
         help: ArgumentHelp("Match the key size in bits (kSecAttrKeySizeInBits).", valueName: "bits"))
     var size: Int?
 
+    @Option(
+        name: .customLong("token"),
+        help: ArgumentHelp(
+            "Match the keys of one token (kSecAttrTokenID, as `latchkey tokens` lists it); keys only.",
+            valueName: "token-id"))
+    var token: String?
+
     /// True when an option that only keys have was given (everything but the label).
-    var hasKeyOnlyFilters: Bool { tag != nil || keyClass != nil || size != nil }
+    var hasKeyOnlyFilters: Bool { tag != nil || keyClass != nil || size != nil || token != nil }
 
     /// The query attributes for the key class, with the key type if the verb has one.
     func keyFilters(type: KeyAlgorithmArgument?) -> [String: Any] {
@@ -53,6 +60,7 @@ struct KeyFilterOptions: ParsableArguments {
         if let tag { filters[kSecAttrApplicationTag as String] = Data(tag.utf8) }
         if let keyClass { filters[kSecAttrKeyClass as String] = keyClass.keyClass }
         if let size { filters[kSecAttrKeySizeInBits as String] = NSNumber(value: size) }
+        if let token { filters[kSecAttrTokenID as String] = token }
         if let type { filters[kSecAttrKeyType as String] = type.keyType }
         return filters
     }

@@ -47,6 +47,7 @@ struct LatchkeyCLI: ParsableCommand {
             GenerateKey.self,
             AppsCommand.self,
             VersionCommand.self,
+            TokensCommand.self,
         ]
     )
 

@@ -62,7 +62,9 @@ struct Options {
           --markdown       also print the results as a Markdown table (for the README)
           --keys           instead: signatures with a key in this process and with one in the
                            keychain (made by the agent), verification, finding a key by tag, and
-                           generating keys into the keychain, for EC P-256/P-384 and RSA 2048/3072
+                           generating keys into the keychain, for EC P-256/P-384 and RSA 2048/3072;
+                           then, with the SoftHSM2 token scripts/bench makes, signing with a token key
+                           through the agent against pkcs11-tool --sign
 
         """
 
@@ -924,6 +926,7 @@ func databaseBytes() -> Int {
 
 if options.keys {
     runKeyBenchmark(options: options, machine: machine)
+    runTokenKeyBenchmark(options: options, machine: machine)
     Cleanup.shared.run()
     exit(0)
 }

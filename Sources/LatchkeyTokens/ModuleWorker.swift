@@ -1,0 +1,79 @@
+import LatchkeySystem
+
+/// The one thread that calls a PKCS#11 module (docs/TOKENS.md, "Threads"). Every call to the module is a
+/// job run here, in order, so a slow or hung token holds up only its own module's jobs: a request waits
+/// for its job with a deadline and then gives up (the job, when it finally runs, finds nobody waiting),
+/// and the agent's request threads, its engine mutex and the other modules go on.
+final class ModuleWorker: @unchecked Sendable {
+    /// Jobs that may wait at once; more are refused at once: a hung module must not collect a thread's
+    /// worth of closures per request for ever.
+    static let maximumQueued = 32
+
+    private let monitor = Monitor()
+    /// Guarded by `monitor`.
+    private var jobs: [() -> Void] = []
+    /// Guarded by `monitor`: whether the thread is inside a job now, and since when (a hung module).
+    private var busySince: ContinuousClock.Instant?
+    private let name: String
+
+    /// Starts the thread; nil when no thread could be started.
+    init?(name: String) {
+        self.name = name
+        guard startDetachedThread({ [self] in loop() }) else { return nil }
+    }
+
+    /// Whether a job has been running for longer than `limit`: the module hangs.
+    func isStuck(longerThan limit: Duration) -> Bool {
+        monitor.locked { busySince.map { ContinuousClock.now - $0 > limit } ?? false }
+    }
+
+    /// Runs `body` on the module's thread and waits for it at most `timeout`; nil when it did not finish
+    /// in time or could not be queued. `body` must not wait for anything but the module.
+    func run<T: Sendable>(timeout: Duration, _ body: @escaping @Sendable () -> T) -> T? {
+        let slot = ResultSlot<T>()
+        let queued = monitor.locked { () -> Bool in
+            guard jobs.count < Self.maximumQueued else { return false }
+            jobs.append { [monitor] in
+                let value = body()
+                monitor.locked { slot.value = value }
+            }
+            return true
+        }
+        guard queued else { return nil }
+        monitor.broadcast()
+        let done = monitor.wait(timeout: timeout) { slot.value != nil }
+        return done ? monitor.locked { slot.value } : nil
+    }
+
+    /// Queues `body` without waiting for it (the watcher's scans); false when the queue is full.
+    @discardableResult
+    func post(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let queued = monitor.locked { () -> Bool in
+            guard jobs.count < Self.maximumQueued else { return false }
+            jobs.append(body)
+            return true
+        }
+        if queued { monitor.broadcast() }
+        return queued
+    }
+
+    private func loop() {
+        while true {
+            var job: (() -> Void)?
+            monitor.wait { !jobs.isEmpty }
+            monitor.locked {
+                job = jobs.removeFirst()
+                busySince = .now
+            }
+            job?()
+            monitor.locked { busySince = nil }
+            monitor.broadcast()
+        }
+    }
+}
+
+/// Where a job leaves its result; read and written under the worker's monitor only.
+private final class ResultSlot<T>: @unchecked Sendable {
+    var value: T?
+    init() {}
+}

@@ -1,0 +1,148 @@
+import CP11Kit
+import LatchkeyCrypto
+import LatchkeyEngine
+import LatchkeyModel
+import LatchkeySecrets
+
+/// `SecKeyCreateRandomKey` with `kSecAttrTokenID` (docs/TOKENS.md §4): C_GenerateKeyPair on the token, in
+/// a read-write session of its own, after the login the token wants; the private key is sensitive and not
+/// extractable, and the new pair is read back by a look at the token, so that what is returned is the
+/// item every query will find.
+extension TokenService {
+    package func generate(_ request: TokenKeyGeneration) throws(SecError) -> TokenItem {
+        let (mechanism, publicTemplate, privateTemplate) = try Self.templates(request)
+        guard let token = token(id: request.tokenID), let loaded = module(token.module) else {
+            throw SecError(SecStatus.itemNotFound, "no token \(request.tokenID) is present")
+        }
+        let id = request.tokenID
+        if token.view.info.needsLogin {
+            guard
+                let loggedIn = loaded.worker.run(
+                    timeout: Self.callTimeout,
+                    { [self] () -> Bool? in
+                        guard let current = self.token(id: id) else { return nil }
+                        return try? loaded.module.isLoggedIn(current.session)
+                    })
+            else { throw Self.noAnswer(id) }
+            guard let loggedIn else { throw SecError(SecStatus.itemNotFound, "the token \(id) was removed") }
+            if !loggedIn {
+                var pin: SecretBytes?
+                if !token.view.info.protectedAuthenticationPath {
+                    guard let askPIN else {
+                        throw SecError(
+                            SecStatus.interactionNotAllowed, "the token's PIN is needed and nobody can be asked")
+                    }
+                    pin = try askPIN(
+                        PINRequest(
+                            caller: request.caller, tokenID: id, tokenLabel: token.view.info.label,
+                            keyLabel: request.label, prompt: request.prompt))
+                }
+                let entered = pin
+                let rv = loaded.worker.run(timeout: Self.operationTimeout) { [self] () -> CK_RV in
+                    guard let current = self.token(id: id) else { return CKR_TOKEN_NOT_PRESENT }
+                    guard let entered else { return loaded.module.loginOnPinPad(current.session) }
+                    return entered.withUnsafeBytes {
+                        loaded.module.login(current.session, pin: $0, contextSpecific: false)
+                    }
+                }
+                guard let rv else { throw Self.noAnswer(id) }
+                guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else { throw Self.loginError(rv, id) }
+            }
+        }
+        let index = token.module
+        let made = loaded.worker.run(timeout: Self.operationTimeout) {
+            [self] () -> Result<[UInt8], PKCS11Module.Failure> in
+            guard let current = self.token(id: id) else {
+                return .failure(PKCS11Module.Failure(rv: CKR_TOKEN_NOT_PRESENT, call: "C_GetSlotList"))
+            }
+            let module = loaded.module
+            let session: CK_SESSION_HANDLE
+            do throws(PKCS11Module.Failure) {
+                session = try module.openReadWriteSession(current.view.slot)
+            } catch {
+                return .failure(error)
+            }
+            defer { module.closeSession(session) }
+            let handles: (publicKey: CK_OBJECT_HANDLE, privateKey: CK_OBJECT_HANDLE)
+            do throws(PKCS11Module.Failure) {
+                handles = try module.generateKeyPair(
+                    session, mechanism: mechanism, publicTemplate: publicTemplate, privateTemplate: privateTemplate)
+            } catch {
+                return .failure(error)
+            }
+            guard let publicKey = TokenScan.publicKey(module, session, handles.publicKey) else {
+                return .failure(PKCS11Module.Failure(rv: CKR_GENERAL_ERROR, call: "C_GetAttributeValue (new key)"))
+            }
+            // Read the token again now, so the new pair is in the view before this returns.
+            rescan(index, module)
+            return .success(publicKey.publicKey)
+        }
+        guard let made else { throw Self.noAnswer(id) }
+        switch made {
+        case .failure(let failure):
+            throw Self.operationError(failure, id)
+        case .success(let publicKey):
+            guard
+                let item = self.token(id: id)?.view.items.first(where: {
+                    $0.itemClass == .key && $0.keyClass == KeyReference.classPrivate && $0.data == publicKey
+                })
+            else {
+                throw SecError(SecStatus.internalComponent, "the new key is not among the token's items")
+            }
+            return item
+        }
+    }
+
+    /// The mechanism and the public and private templates for a request.
+    static func templates(_ request: TokenKeyGeneration) throws(SecError) -> (
+        CK_MECHANISM_TYPE, [(CK_ATTRIBUTE_TYPE, [UInt8])], [(CK_ATTRIBUTE_TYPE, [UInt8])]
+    ) {
+        let yes: [UInt8] = [1]
+        let no: [UInt8] = [0]
+        // CKA_ID links the halves (and a certificate added later); random unless the caller gave a tag.
+        var ckaID = request.tag ?? []
+        if ckaID.isEmpty {
+            do {
+                ckaID = try SecureRandom.bytes(16)
+            } catch {
+                throw SecError(SecStatus.internalComponent, "no random bytes for the key's CKA_ID")
+            }
+        }
+        var common: [(CK_ATTRIBUTE_TYPE, [UInt8])] = [
+            (CK_ATTRIBUTE_TYPE(CKA_TOKEN), yes), (CK_ATTRIBUTE_TYPE(CKA_ID), ckaID),
+        ]
+        if let label = request.label { common.append((CK_ATTRIBUTE_TYPE(CKA_LABEL), Array(label.utf8))) }
+        var publicTemplate = common + [(CK_ATTRIBUTE_TYPE(CKA_VERIFY), yes)]
+        var privateTemplate =
+            common + [
+                (CK_ATTRIBUTE_TYPE(CKA_PRIVATE), yes), (CK_ATTRIBUTE_TYPE(CKA_SENSITIVE), yes),
+                (CK_ATTRIBUTE_TYPE(CKA_EXTRACTABLE), no), (CK_ATTRIBUTE_TYPE(CKA_SIGN), yes),
+            ]
+        switch request.keyType {
+        case KeyReference.typeEC:
+            let curve: [UInt8]
+            switch request.sizeInBits {
+            case 256: curve = [0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
+            case 384: curve = [0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x22]
+            case 521: curve = [0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x23]
+            default: throw SecError(SecStatus.param, "EC keys on a token are 256, 384 or 521 bits")
+            }
+            publicTemplate.append((CK_ATTRIBUTE_TYPE(CKA_EC_PARAMS), curve))
+            privateTemplate.append((CK_ATTRIBUTE_TYPE(CKA_DERIVE), yes))
+            return (CK_MECHANISM_TYPE(CKM_EC_KEY_PAIR_GEN), publicTemplate, privateTemplate)
+        case KeyReference.typeRSA:
+            guard (1024...8192).contains(request.sizeInBits), request.sizeInBits % 8 == 0 else {
+                throw SecError(SecStatus.param, "RSA keys on a token are 1024 to 8192 bits")
+            }
+            let bits = CK_ULONG(request.sizeInBits)
+            publicTemplate += [
+                (CK_ATTRIBUTE_TYPE(CKA_MODULUS_BITS), withUnsafeBytes(of: bits) { Array($0) }),
+                (CK_ATTRIBUTE_TYPE(CKA_PUBLIC_EXPONENT), [0x01, 0x00, 0x01]), (CK_ATTRIBUTE_TYPE(CKA_ENCRYPT), yes),
+            ]
+            privateTemplate.append((CK_ATTRIBUTE_TYPE(CKA_DECRYPT), yes))
+            return (CK_MECHANISM_TYPE(CKM_RSA_PKCS_KEY_PAIR_GEN), publicTemplate, privateTemplate)
+        default:
+            throw SecError(SecStatus.unimplemented, "key type \(request.keyType) cannot be made on a token")
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import CP11Kit
+import LatchkeyEngine
+import LatchkeyModel
+import LatchkeySecrets
+
+/// Key operations on a token (docs/TOKENS.md, "Operations" and "The PIN"): the mechanism for the
+/// algorithm, the PIN when the token wants one (asked through the agent's prompter, outside every lock,
+/// and given to the token at once; only the token's login state is kept, never the PIN), then the
+/// operation, each step a bounded wait for the module's thread.
+extension TokenService {
+    package func perform(_ request: TokenKeyRequest) throws(SecError) -> [UInt8] {
+        let mechanism = try TokenMechanism(
+            operation: request.operation, algorithm: request.algorithm, keyType: request.item.keyType,
+            input: request.input)
+        let ref = request.item.ref
+        // A login that the token forgets between our check and the operation (another program logged
+        // out, a card reset) is asked for again, once. Every job finds the token's session and the key's
+        // object again when it runs: a rescan may have replaced them meanwhile (a restarted module).
+        for _ in 0..<2 {
+            guard let (token, key) = token(holding: ref), let loaded = module(token.module) else {
+                throw SecError(SecStatus.itemNotFound, "the token of this key is not present")
+            }
+            var needsLogin = false
+            if token.view.info.needsLogin && !key.alwaysAuthenticate {
+                guard
+                    let loggedIn = loaded.worker.run(
+                        timeout: Self.callTimeout,
+                        { [self] () -> Bool? in
+                            guard let (current, _) = self.token(holding: ref) else { return nil }
+                            return try? loaded.module.isLoggedIn(current.session)
+                        })
+                else { throw Self.noAnswer(token.view.id) }
+                guard let loggedIn else {
+                    throw SecError(SecStatus.itemNotFound, "the token of this key is not present")
+                }
+                needsLogin = !loggedIn
+            }
+            var pin: SecretBytes?
+            if needsLogin || key.alwaysAuthenticate {
+                guard request.authenticationUI == .allow else {
+                    throw SecError(
+                        SecStatus.interactionNotAllowed, "the token's PIN is needed (kSecUseAuthenticationUIFail)")
+                }
+                if !token.view.info.protectedAuthenticationPath {
+                    pin = try askForPIN(request, token: token.view)
+                }
+            }
+            if needsLogin {
+                let entered = pin
+                let rv = loaded.worker.run(timeout: Self.operationTimeout) { [self] () -> CK_RV in
+                    guard let (current, _) = self.token(holding: ref) else { return CKR_TOKEN_NOT_PRESENT }
+                    guard let entered else { return loaded.module.loginOnPinPad(current.session) }
+                    return entered.withUnsafeBytes {
+                        loaded.module.login(current.session, pin: $0, contextSpecific: false)
+                    }
+                }
+                guard let rv else { throw Self.noAnswer(token.view.id) }
+                guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else { throw Self.loginError(rv, token.view.id) }
+            }
+            let contextPIN = key.alwaysAuthenticate ? pin : nil
+            let result = loaded.worker.run(timeout: Self.operationTimeout) {
+                [self] () -> Result<[UInt8], PKCS11Module.Failure> in
+                guard let (current, known) = self.token(holding: ref) else {
+                    return .failure(PKCS11Module.Failure(rv: CKR_TOKEN_NOT_PRESENT, call: "C_GetSlotList"))
+                }
+                let session = current.session
+                // A key hidden before the login is found by its CKA_ID now.
+                guard
+                    let handle = known.handle != 0
+                        ? known.handle : loaded.module.privateKey(session, ckaID: known.ckaID)
+                else { return .failure(PKCS11Module.Failure(rv: CKR_KEY_HANDLE_INVALID, call: "C_FindObjects")) }
+                let login: (() -> CK_RV)? =
+                    known.alwaysAuthenticate
+                    ? {
+                        guard let contextPIN else { return loaded.module.loginOnPinPad(session) }
+                        return contextPIN.withUnsafeBytes {
+                            loaded.module.login(session, pin: $0, contextSpecific: true)
+                        }
+                    } : nil
+                return mechanism.run(loaded.module, session: session, key: handle, login: login)
+            }
+            guard let result else { throw Self.noAnswer(token.view.id) }
+            switch result {
+            case .success(let output):
+                return output
+            case .failure(let failure) where failure.rv == CKR_USER_NOT_LOGGED_IN && !key.alwaysAuthenticate:
+                continue
+            case .failure(let failure):
+                throw Self.operationError(failure, token.view.id)
+            }
+        }
+        throw SecError(SecStatus.authFailed, "the token logged out during the operation")
+    }
+
+    private func askForPIN(_ request: TokenKeyRequest, token: TokenView) throws(SecError) -> SecretBytes {
+        guard let askPIN else {
+            throw SecError(SecStatus.interactionNotAllowed, "the token's PIN is needed and nobody can be asked")
+        }
+        if token.info.pinLocked {
+            throw SecError(
+                SecStatus.authFailed, "the token's PIN is locked (CKR_PIN_LOCKED): unblock it with the SO PIN")
+        }
+        return try askPIN(
+            PINRequest(
+                caller: request.caller, tokenID: token.id, tokenLabel: token.info.label,
+                keyLabel: request.item.attributes[SecAttr.label]?.stringValue, prompt: request.prompt))
+    }
+
+    static func noAnswer(_ id: String) -> SecError {
+        SecError(SecStatus.interactionNotAllowed, "the token \(id) did not answer in time")
+    }
+
+    static func loginError(_ rv: CK_RV, _ id: String) -> SecError {
+        switch rv {
+        case CKR_PIN_LOCKED:
+            SecError(SecStatus.authFailed, "the token's PIN is locked (CKR_PIN_LOCKED): unblock it with the SO PIN")
+        case CKR_PIN_INCORRECT, CKR_PIN_LEN_RANGE:
+            SecError(SecStatus.authFailed, "wrong PIN for the token \(id) (\(PKCS11Errors.name(rv)))")
+        case CKR_PIN_EXPIRED:
+            SecError(SecStatus.authFailed, "the token's PIN has expired (CKR_PIN_EXPIRED)")
+        case CKR_DEVICE_REMOVED, CKR_TOKEN_NOT_PRESENT, CKR_SESSION_HANDLE_INVALID, CKR_SESSION_CLOSED:
+            SecError(SecStatus.itemNotFound, "the token \(id) was removed")
+        case CKR_FUNCTION_CANCELED:
+            SecError(SecStatus.userCanceled, "the PIN entry on the token was cancelled")
+        default:
+            SecError(SecStatus.authFailed, "login to the token \(id) failed (\(PKCS11Errors.name(rv)))")
+        }
+    }
+
+    static func operationError(_ failure: PKCS11Module.Failure, _ id: String) -> SecError {
+        let detail = "\(failure.call) on the token \(id) failed (\(PKCS11Errors.name(failure.rv)))"
+        switch failure.rv {
+        case CKR_DEVICE_REMOVED, CKR_TOKEN_NOT_PRESENT, CKR_SESSION_HANDLE_INVALID, CKR_SESSION_CLOSED,
+            CKR_OBJECT_HANDLE_INVALID, CKR_KEY_HANDLE_INVALID:
+            return SecError(SecStatus.itemNotFound, detail)
+        case CKR_PIN_LOCKED, CKR_PIN_INCORRECT, CKR_PIN_EXPIRED, CKR_USER_NOT_LOGGED_IN:
+            return loginError(failure.rv, id)
+        case CKR_MECHANISM_INVALID, CKR_MECHANISM_PARAM_INVALID, CKR_FUNCTION_NOT_SUPPORTED:
+            return SecError(SecStatus.unimplemented, detail)
+        case CKR_FUNCTION_CANCELED:
+            return SecError(SecStatus.userCanceled, detail)
+        default:
+            // Bad input, a key that may not do this (CKA_SIGN false), a failed decryption: as Apple
+            // reports a failed operation.
+            return SecError(SecStatus.param, detail)
+        }
+    }
+}
+
+/// The names of PKCS#11 return values, for messages and logs.
+enum PKCS11Errors {
+    static func name(_ rv: CK_RV) -> String {
+        let names: [CK_RV: String] = [
+            CKR_OK: "CKR_OK", CKR_GENERAL_ERROR: "CKR_GENERAL_ERROR", CKR_FUNCTION_FAILED: "CKR_FUNCTION_FAILED",
+            CKR_ARGUMENTS_BAD: "CKR_ARGUMENTS_BAD", CKR_DEVICE_ERROR: "CKR_DEVICE_ERROR",
+            CKR_DEVICE_REMOVED: "CKR_DEVICE_REMOVED", CKR_TOKEN_NOT_PRESENT: "CKR_TOKEN_NOT_PRESENT",
+            CKR_PIN_INCORRECT: "CKR_PIN_INCORRECT", CKR_PIN_LOCKED: "CKR_PIN_LOCKED",
+            CKR_PIN_LEN_RANGE: "CKR_PIN_LEN_RANGE", CKR_PIN_EXPIRED: "CKR_PIN_EXPIRED",
+            CKR_USER_NOT_LOGGED_IN: "CKR_USER_NOT_LOGGED_IN", CKR_MECHANISM_INVALID: "CKR_MECHANISM_INVALID",
+            CKR_MECHANISM_PARAM_INVALID: "CKR_MECHANISM_PARAM_INVALID",
+            CKR_KEY_FUNCTION_NOT_PERMITTED: "CKR_KEY_FUNCTION_NOT_PERMITTED",
+            CKR_KEY_TYPE_INCONSISTENT: "CKR_KEY_TYPE_INCONSISTENT", CKR_DATA_LEN_RANGE: "CKR_DATA_LEN_RANGE",
+            CKR_DATA_INVALID: "CKR_DATA_INVALID", CKR_ENCRYPTED_DATA_INVALID: "CKR_ENCRYPTED_DATA_INVALID",
+            CKR_ENCRYPTED_DATA_LEN_RANGE: "CKR_ENCRYPTED_DATA_LEN_RANGE",
+            CKR_SESSION_HANDLE_INVALID: "CKR_SESSION_HANDLE_INVALID",
+            CKR_FUNCTION_NOT_SUPPORTED: "CKR_FUNCTION_NOT_SUPPORTED",
+            CKR_CRYPTOKI_NOT_INITIALIZED: "CKR_CRYPTOKI_NOT_INITIALIZED",
+        ]
+        return names[rv] ?? "CKR 0x" + String(rv, radix: 16)
+    }
+}

@@ -1,0 +1,286 @@
+import CP11Kit
+import LatchkeyEngine
+import LatchkeyModel
+import LatchkeySecrets
+import LatchkeySystem
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The agent's tokens (docs/TOKENS.md): loads the PKCS#11 modules, holds their sessions, watches for
+/// tokens coming and going, and answers the engine (`TokenSource`): the items of the tokens present, and
+/// operations with their keys. Every module call runs on that module's own thread (`ModuleWorker`), and
+/// every wait for one is bounded, so a slow or hung token never holds a request thread for ever, nor the
+/// engine's mutex at all (`items` reads a snapshot).
+package final class TokenService: TokenSource, @unchecked Sendable {
+    /// What a PIN prompt shows and for whom.
+    package struct PINRequest: Sendable {
+        package var caller: Caller
+        package var tokenID: String
+        package var tokenLabel: String
+        package var keyLabel: String?
+        /// `kSecUseOperationPrompt`.
+        package var prompt: String?
+    }
+    /// Asks the user for a token's PIN: the PIN, or errSecUserCanceled / errSecInteractionNotAllowed.
+    package typealias PINPrompt = @Sendable (PINRequest) throws(SecError) -> SecretBytes
+
+    /// How long a module may take to initialise, and a scan or a login; an operation waits `operationTimeout`.
+    static let callTimeout: Duration = .seconds(10)
+    static let operationTimeout: Duration = .seconds(30)
+
+    struct LoadedModule: Sendable {
+        let module: PKCS11Module
+        let worker: ModuleWorker
+    }
+
+    /// A present token: what the last scan saw, and the session the agent holds on it.
+    struct PresentToken: Sendable {
+        var view: TokenView
+        var module: Int
+        var session: CK_SESSION_HANDLE
+    }
+
+    private struct State {
+        var modules: [LoadedModule] = []
+        /// Modules whose `C_Initialize` succeeded, by index.
+        var ready: Set<Int> = []
+        /// Modules with a scan queued or running.
+        var scanning: Set<Int> = []
+        var tokens: [String: PresentToken] = [:]
+        /// Modules whose thread was found stuck in a call (logged once each).
+        var stuck: Set<Int> = []
+    }
+
+    private let configuration: TokenConfiguration
+    let askPIN: PINPrompt?
+    let log: Logger
+    private let monitor = Monitor()
+    /// Guarded by `monitor`.
+    nonisolated(unsafe) private var state = State()
+
+    package init(configuration: TokenConfiguration, askPIN: PINPrompt?, log: Logger) {
+        self.configuration = configuration
+        self.askPIN = askPIN
+        self.log = log
+    }
+
+    /// Loads the modules and starts watching, on a thread of its own: the agent serves meanwhile.
+    package func start() {
+        let started = startDetachedThread { [self] in
+            loadModules()
+            watch()
+        }
+        if !started { log.error("tokens: no thread for the token watcher; tokens are not shown") }
+    }
+
+    // MARK: - TokenSource
+
+    package func items() -> [TokenItem] {
+        monitor.locked { state.tokens.keys.sorted().flatMap { state.tokens[$0]!.view.items } }
+    }
+
+    package func keychainLocked() {
+        // The PIN state goes with the keychain's: every token session is logged out.
+        let sessions = monitor.locked { state.tokens.values.map { ($0.module, $0.session) } }
+        for (index, session) in sessions {
+            guard let loaded = module(index) else { continue }
+            loaded.worker.post { loaded.module.logout(session) }
+        }
+    }
+
+    // MARK: - State
+
+    func module(_ index: Int) -> LoadedModule? {
+        monitor.locked { state.modules.indices.contains(index) ? state.modules[index] : nil }
+    }
+
+    /// The present token that has the private key item `ref`, and the key's object.
+    func token(holding ref: [UInt8]) -> (PresentToken, TokenView.KeyObject)? {
+        monitor.locked {
+            for token in state.tokens.values {
+                if let key = token.view.keys[ref] { return (token, key) }
+            }
+            return nil
+        }
+    }
+
+    /// The present token with the id `id`.
+    func token(id: String) -> PresentToken? {
+        monitor.locked { state.tokens[id] }
+    }
+
+    /// Looks at a module's tokens now (on its thread, from a job that already runs there).
+    func rescan(_ index: Int, _ module: PKCS11Module) {
+        scan(index, module)
+    }
+
+    /// PKCS#11's CK_INVALID_HANDLE: no session.
+    static let invalidHandle: CK_SESSION_HANDLE = 0
+
+    // MARK: - Loading
+
+    private func loadModules() {
+        var loaded: [PKCS11Module] = []
+        var filenames: Set<String> = []
+        if configuration.systemModules {
+            let (entries, notes) = SystemModules.list()
+            for note in notes { log.info("tokens: \(note)") }
+            for entry in entries {
+                guard let functions = p11_kit_module_load(entry.path, 0) else {
+                    log.warning("tokens: cannot load the module \(entry.path)")
+                    continue
+                }
+                filenames.insert(Self.resolved(entry.path))
+                loaded.append(PKCS11Module(functions: functions, name: entry.name))
+            }
+        }
+        for path in configuration.modules where !filenames.contains(Self.resolved(path)) {
+            guard let functions = p11_kit_module_load(path, 0) else {
+                log.warning("tokens: cannot load the module \(path)")
+                continue
+            }
+            filenames.insert(Self.resolved(path))
+            loaded.append(
+                PKCS11Module(functions: functions, name: Self.name(ofPath: path)))
+        }
+        for module in loaded {
+            guard let worker = ModuleWorker(name: module.name) else {
+                log.error("tokens: no thread for the module \(module.name)")
+                continue
+            }
+            let index = monitor.locked { () -> Int in
+                state.modules.append(LoadedModule(module: module, worker: worker))
+                return state.modules.count - 1
+            }
+            // C_Initialize can hang (a reader daemon that does not answer): on the module's thread.
+            worker.post { [self] in
+                let rv = p11_kit_module_initialize(module.functions)
+                if rv == CKR_OK {
+                    monitor.locked { _ = state.ready.insert(index) }
+                    log.info("tokens: module \(module.name) loaded")
+                } else {
+                    log.warning("tokens: module \(module.name) did not initialise (\(PKCS11Errors.name(rv)))")
+                }
+            }
+        }
+    }
+
+    private static func owned(_ text: UnsafeMutablePointer<CChar>?) -> String? {
+        guard let text else { return nil }
+        defer { free(text) }
+        return String(cString: text)
+    }
+
+    private static func resolved(_ path: String) -> String {
+        guard let real = realpath(path, nil) else { return path }
+        defer { free(real) }
+        return String(cString: real)
+    }
+
+    /// `libsofthsm2.so` → `softhsm2`: the name p11-kit's configuration would give it.
+    static func name(ofPath path: String) -> String {
+        var name = Substring(path.split(separator: "/").last ?? Substring(path))
+        if let dot = name.firstIndex(of: ".") { name = name[..<dot] }
+        if name.hasPrefix("lib") { name = name.dropFirst(3) }
+        return name.isEmpty ? "module" : String(name)
+    }
+
+    // MARK: - Watching
+
+    /// Looks at every ready module's slots every `pollSeconds` (docs/TOKENS.md, "The watcher"): a scan is
+    /// queued on the module's thread unless the previous one is still running there (a hung module gets
+    /// no pile of scans).
+    private func watch() {
+        while true {
+            let due = monitor.locked { () -> [(Int, LoadedModule)] in
+                // A module stuck in a call for long is said once: its tokens stop answering, nothing else.
+                for index in state.scanning where state.modules[index].worker.isStuck(longerThan: .seconds(30)) {
+                    if state.stuck.insert(index).inserted {
+                        log.warning("tokens: the module \(state.modules[index].module.name) has not answered for 30 s")
+                    }
+                }
+                let indices = state.ready.subtracting(state.scanning).sorted()
+                for index in indices { state.scanning.insert(index) }
+                return indices.map { ($0, state.modules[$0]) }
+            }
+            for (index, loaded) in due {
+                let posted = loaded.worker.post { [self] in
+                    scan(index, loaded.module)
+                    monitor.locked { _ = state.scanning.remove(index) }
+                }
+                if !posted { monitor.locked { _ = state.scanning.remove(index) } }
+            }
+            var pause = timespec(
+                tv_sec: Int(configuration.pollSeconds),
+                tv_nsec: Int((configuration.pollSeconds - configuration.pollSeconds.rounded(.down)) * 1e9))
+            var remaining = timespec()
+            while nanosleep(&pause, &remaining) == -1 && errno == EINTR { pause = remaining }
+        }
+    }
+
+    /// One look at a module's tokens (on its thread): new tokens get a session and are read, present ones
+    /// are read again, and those gone are dropped with their session and login.
+    private func scan(_ index: Int, _ module: PKCS11Module) {
+        var known = monitor.locked { state.tokens.filter { $0.value.module == index } }
+        if configuration.restart.contains(module.name),
+            !known.values.contains(where: { (try? module.isLoggedIn($0.session)) == true })
+        {
+            // A module without hot-plug (SoftHSM2 sees tokens made by other programs only when it starts):
+            // started again, while no login of its tokens would be lost (docs/TOKENS.md, "The watcher").
+            _ = p11_kit_module_finalize(module.functions)
+            let rv = p11_kit_module_initialize(module.functions)
+            guard rv == CKR_OK else {
+                log.warning("tokens: \(module.name) did not initialise again (\(PKCS11Errors.name(rv)))")
+                monitor.locked {
+                    state.ready.remove(index)
+                    for (id, token) in state.tokens where token.module == index { state.tokens[id] = nil }
+                }
+                return
+            }
+            // The sessions went with the old initialisation.
+            for id in known.keys { known[id]?.session = Self.invalidHandle }
+        }
+        var seen: [String: PresentToken] = [:]
+        let slots: [CK_SLOT_ID]
+        do {
+            slots = try module.slotsWithTokens()
+        } catch {
+            log.warning("tokens: \(module.name): \(error.call) failed (\(PKCS11Errors.name(error.rv)))")
+            return
+        }
+        for slot in slots {
+            guard let info = try? module.tokenInfo(slot), info.isInitialized else { continue }
+            let id = TokenScan.tokenID(module: module.name, info: info)
+            guard seen[id] == nil else { continue }  // the same serial twice in one module: the first only
+            var session: CK_SESSION_HANDLE
+            if let previous = known[id], previous.session != Self.invalidHandle, previous.view.slot == slot,
+                (try? module.isLoggedIn(previous.session)) != nil
+            {
+                session = previous.session
+            } else {
+                if let previous = known[id], previous.session != Self.invalidHandle {
+                    module.closeSession(previous.session)
+                }
+                guard let opened = try? module.openSession(slot) else { continue }
+                session = opened
+            }
+            let view = TokenScan.scan(module, session: session, slot: slot, id: id, info: info)
+            seen[id] = PresentToken(view: view, module: index, session: session)
+        }
+        for (id, gone) in known where seen[id] == nil {
+            // A removed token's session is gone; this frees ours.
+            if gone.session != Self.invalidHandle { module.closeSession(gone.session) }
+            log.info("tokens: \(id) removed")
+        }
+        for id in seen.keys where known[id] == nil {
+            log.info("tokens: \(id) present (\(seen[id]!.view.items.count) items)")
+        }
+        monitor.locked {
+            for (id, token) in state.tokens where token.module == index && seen[id] == nil { state.tokens[id] = nil }
+            for (id, token) in seen { state.tokens[id] = token }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import XCTest
+
+@testable import LatchkeyTokens
+
+/// A module's thread: a hung call holds up only its own module's jobs, and whoever waits gives up at
+/// its deadline; the queue behind a hung call is bounded.
+final class ModuleWorkerTests: XCTestCase {
+    func testAHungJobEndsTheWaitAtItsDeadlineAndTheQueueIsBounded() throws {
+        let worker = try XCTUnwrap(ModuleWorker(name: "test"))
+        let release = DispatchSemaphore(value: 0)
+        XCTAssertTrue(worker.post { release.wait() })  // a module call that does not return
+        let started = Date()
+        let waited: Int? = worker.run(timeout: .milliseconds(200)) { 1 }
+        XCTAssertNil(waited)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        XCTAssertTrue(worker.isStuck(longerThan: .milliseconds(100)))
+        var queued = 0
+        while worker.post({}) { queued += 1 }
+        XCTAssertLessThanOrEqual(queued, ModuleWorker.maximumQueued)
+        let refused: Int? = worker.run(timeout: .milliseconds(10)) { 2 }
+        XCTAssertNil(refused, "a full queue refuses at once")
+        release.signal()
+        // Once the module answers, the queue drains (a job may be refused until it has) and jobs run again.
+        var answered: Int?
+        for _ in 0..<100 where answered == nil {
+            answered = worker.run(timeout: .seconds(10)) { 3 }
+            if answered == nil { usleep(50_000) }
+        }
+        XCTAssertEqual(answered, 3)
+    }
+}
