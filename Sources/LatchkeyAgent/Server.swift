@@ -162,7 +162,10 @@ package final class AgentServer: @unchecked Sendable {
                     message: "only root (pam_latchkey, in the login process) may open or close login sessions")
             } else {
                 let decided = policy.caller(for: &connection)
-                response = service.handle(request, caller: decided, authorization: &connection.authorization) {
+                response = service.handle(
+                    request, caller: decided, authorization: &connection.authorization,
+                    upload: &connection.restoreUpload
+                ) {
                     PeerProcess.of(connection: fd, pid: caller.pid) { mailbox.room.request(wake: mailbox.wake) }
                 }
             }

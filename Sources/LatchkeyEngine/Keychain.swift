@@ -16,7 +16,7 @@ package final class Keychain: @unchecked Sendable {
     let lockState: LockState
     let gate: RequestGate
     /// Told of every SecItem change of a generic password, with the mutex held (Secret Service signals).
-    private var itemChangeObserver: (@Sendable (KeychainItemChange) -> Void)?
+    var itemChangeObserver: (@Sendable (KeychainItemChange) -> Void)?
 
     /// Opens the keychain in `location` if it exists. Damaged files are reported by every later call,
     /// never repaired or replaced.
