@@ -103,11 +103,11 @@ package struct BackupHeader: Sendable, Equatable {
         let parameters = Argon2Parameters(
             timeCost: file.bigEndianU32(at: 12), memoryKiB: file.bigEndianU32(at: 16),
             parallelism: file.bigEndianU32(at: 20))
-        do { try parameters.validate() } catch { throw .malformedHeader("invalid Argon2id parameters") }
         let cap = maximumParameters
         guard parameters.timeCost <= cap.timeCost, parameters.memoryKiB <= cap.memoryKiB,
             parameters.parallelism <= cap.parallelism
         else { throw .costTooHigh(parameters) }
+        do { try parameters.validate() } catch { throw .malformedHeader("invalid Argon2id parameters") }
         return BackupHeader(parameters: parameters, salt: Array(file[24..<(24 + saltLength)]))
     }
 

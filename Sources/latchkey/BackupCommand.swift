@@ -39,15 +39,36 @@ struct BackupCommand: ParsableCommand {
 
     @OptionGroup var secrets: BackupSecretOptions
 
-    @Option(name: .customLong("argon2-t"), help: .hidden)
+    @Option(
+        name: .customLong("argon2-memory"),
+        help: ArgumentHelp("Argon2id memory in MiB (at least 64, at most 512; default 256).", valueName: "MiB"))
+    var memoryMiB: UInt32?
+
+    @Option(
+        name: .customLong("argon2-time"),
+        help: ArgumentHelp("Argon2id passes over memory, 1 to 8 (default 3).", valueName: "N"))
     var timeCost: UInt32?
-    @Option(name: .customLong("argon2-m"), help: .hidden)
-    var memoryKiB: UInt32?
-    @Option(name: .customLong("argon2-p"), help: .hidden)
+
+    @Option(
+        name: .customLong("argon2-parallelism"), help: ArgumentHelp("Argon2id lanes, 1 to 8 (default 2).", valueName: "N"))
     var parallelism: UInt32?
+
     /// Tests only: Argon2id memory below 64 MiB.
     @Flag(name: .customLong("argon2-allow-weak"), help: .hidden)
     var allowWeak = false
+
+    func validate() throws {
+        let most = BackupHeader.maximumParameters
+        if let memoryMiB, memoryMiB == 0 || memoryMiB > most.memoryKiB / 1024 || (memoryMiB < 64 && !allowWeak) {
+            throw ValidationError("--argon2-memory is 64 to \(most.memoryKiB / 1024) MiB")
+        }
+        if let timeCost, timeCost == 0 || timeCost > most.timeCost {
+            throw ValidationError("--argon2-time is 1 to \(most.timeCost)")
+        }
+        if let parallelism, parallelism == 0 || parallelism > most.parallelism {
+            throw ValidationError("--argon2-parallelism is 1 to \(most.parallelism)")
+        }
+    }
 
     func run() throws {
         let passphrase: SecretBytes
@@ -63,7 +84,8 @@ struct BackupCommand: ParsableCommand {
             result = try KeychainControl.backup(
                 password: password, passphrase: passphrase,
                 options: KeychainControl.Argon2Options(
-                    timeCost: timeCost, memoryKiB: memoryKiB, parallelism: parallelism, allowWeak: allowWeak))
+                    timeCost: timeCost, memoryKiB: memoryMiB.map { $0 * 1024 }, parallelism: parallelism,
+                    allowWeak: allowWeak))
         } catch {
             throw controlFailure("KeychainControl.backup", error)
         }
