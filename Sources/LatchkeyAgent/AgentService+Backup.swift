@@ -1,6 +1,7 @@
 import LatchkeyCrypto
 import LatchkeyEngine
 import LatchkeyModel
+import LatchkeySecretService
 import LatchkeySecrets
 import LatchkeyWire
 
@@ -96,7 +97,8 @@ extension AgentService {
             upload = nil
             let decisions = step == "commit" ? try Self.decisions(options) : nil
             let outcome = try keychain.restore(
-                current.bytes, key: current.key, password: current.password, decisions: decisions)
+                current.bytes, key: current.key, password: current.password, decisions: decisions,
+                mergeState: SecretServiceState.mergedForRestore)
             if decisions != nil {
                 AgentLog.info(
                     "restore for pid \(caller.pid): \(outcome.added) added, \(outcome.replaced) replaced, "

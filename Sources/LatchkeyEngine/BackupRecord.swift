@@ -88,14 +88,19 @@ struct BackupRecord {
     }
 }
 
-/// How a chunk's plaintext holds its records: one value, an array of records (docs/BACKUP.md §5).
+/// How a chunk's plaintext holds its records: one value, an array of records (docs/BACKUP.md §5). The first
+/// chunk may begin with `{"state": value}`, the Secret Service's collections and aliases.
 enum BackupChunk {
+    /// The key of the Secret Service state's entry.
+    static let stateKey = "state"
+
     static func encode(_ records: [SecValue]) -> [UInt8] {
         ValueCodec.encode(.array(records))
     }
 
-    /// The records of one chunk, decoded under the value codec's caps (docs/PROTOCOL.md §3).
-    static func decode(_ plaintext: [UInt8]) throws(SecError) -> [BackupRecord] {
+    /// The records of one chunk, and the Secret Service state when it is the chunk's first entry, decoded
+    /// under the value codec's caps (docs/PROTOCOL.md §3).
+    static func decode(_ plaintext: [UInt8], first: Bool) throws(SecError) -> ([BackupRecord], SecValue?) {
         let value: SecValue
         do {
             value = try ValueCodec.decode(plaintext)
@@ -103,10 +108,15 @@ enum BackupChunk {
             throw BackupRecord.malformed("a chunk does not hold a list of items")
         }
         // Not wiped here: the records share the value's data buffers; the restore wipes them when done.
-        guard case .array(let values) = value else { throw BackupRecord.malformed("a chunk does not hold a list") }
+        guard case .array(var values) = value else { throw BackupRecord.malformed("a chunk does not hold a list") }
+        var state: SecValue?
+        if first, case .dictionary(let d)? = values.first, d.count == 1, let found = d[stateKey] {
+            state = found
+            values.removeFirst()
+        }
         var records: [BackupRecord] = []
         records.reserveCapacity(values.count)
         for entry in values { records.append(try BackupRecord(decoding: entry)) }
-        return records
+        return (records, state)
     }
 }

@@ -39,6 +39,14 @@ extension Keychain {
     {
         var writer = try BackupFile.Writer(header: header, key: key)
         var pending: [SecValue] = []
+        // The Secret Service's collections and aliases, first: what its items' collections are named.
+        if let state = try SecretServiceStorage(
+            store: store, keys: keys,
+            admitted: AccessRequest(.readAttributes, caller: Caller.wholeKeychain, itemClass: .genericPassword),
+            scope: .all
+        ).loadState() {
+            pending.append(.dictionary([BackupChunk.stateKey: state]))
+        }
         var pendingSize = 0
         var count = 0
         func flush(final: Bool) throws {
@@ -80,3 +88,9 @@ extension Keychain {
     }
 }
 
+
+extension Caller {
+    /// Who a backup or a restore reads and writes as: every group, once the keychain password was given.
+    /// Only `SecretServiceStorage` sees it, for the service's state, which belongs to no group.
+    static let wholeKeychain = Caller(uid: 0, pid: 0, accessGroups: [], mayUseAnyGroup: true)
+}

@@ -56,16 +56,33 @@ extension Keychain {
     /// for the rest). A duplicate no decision covers refuses the whole restore (errSecDuplicateItem),
     /// as does anything that fails while writing: the transaction is rolled back. `password` must be
     /// the keychain password: a restore writes into every access group.
+    ///
+    /// `mergeState` joins the Secret Service's collections and aliases of the backup to this keychain's
+    /// (nil: the stored state, if any; the backup's; returns nil when the backup's is malformed). It is
+    /// the Secret Service's to define; without it the backup's collections are not restored.
     package func restore(
-        _ file: [UInt8], key: SecretBytes, password: SecretBytes, decisions: RestoreDecisions?
+        _ file: [UInt8], key: SecretBytes, password: SecretBytes, decisions: RestoreDecisions?,
+        mergeState: ((SecValue?, SecValue) -> SecValue?)? = nil
     ) throws(SecError) -> RestoreOutcome {
         try lockState.verify(password: password)
-        var records = try Self.readBackup(file, key: key)
+        var (records, state) = try Self.readBackup(file, key: key)
         defer { for i in records.indices { records[i].wipe() } }
         return try lockState.withStore { (store, keys) throws(SecError) -> RestoreOutcome in
             do {
-                return try Self.merge(records, store: store, keys: keys, decisions: decisions) { change in
-                    itemChangeObserver?(change)
+                var merged: SecValue?
+                let storage = SecretServiceStorage(
+                    store: store, keys: keys,
+                    admitted: AccessRequest(.add, caller: Caller.wholeKeychain, itemClass: .genericPassword),
+                    scope: .all)
+                if let state, let mergeState {
+                    // Computed before anything is written: a malformed state refuses the restore.
+                    guard let joined = mergeState(try storage.loadState(), state) else {
+                        throw BackupRecord.malformed("the Secret Service collections are malformed")
+                    }
+                    merged = joined
+                }
+                return try Self.merge(records, store: store, keys: keys, decisions: decisions, state: merged, storage: storage) {
+                    change in itemChangeObserver?(change)
                 }
             } catch {
                 throw EngineErrors.map(error)
@@ -74,10 +91,15 @@ extension Keychain {
     }
 
     /// Every record of the file, or the reason it is refused.
-    static func readBackup(_ file: [UInt8], key: SecretBytes) throws(SecError) -> [BackupRecord] {
+    static func readBackup(_ file: [UInt8], key: SecretBytes) throws(SecError) -> ([BackupRecord], SecValue?) {
         var records: [BackupRecord] = []
+        var state: SecValue?
         do {
-            try BackupFile.open(file, key: key) { plain, _ in records += try BackupChunk.decode(plain) }
+            try BackupFile.open(file, key: key) { plain, index in
+                let (found, chunkState) = try BackupChunk.decode(plain, first: index == 0)
+                records += found
+                state = chunkState ?? state
+            }
         } catch let error as BackupFileError {
             for i in records.indices { records[i].wipe() }
             throw SecError(error == .wrongPassphrase ? SecStatus.authFailed : SecStatus.decode, error.message)
@@ -88,12 +110,12 @@ extension Keychain {
             for i in records.indices { records[i].wipe() }
             throw SecError(SecStatus.internalComponent, "the backup could not be opened: \(error)")
         }
-        return records
+        return (records, state)
     }
 
     private static func merge(
-        _ records: [BackupRecord], store: Store, keys: KeyState, decisions: RestoreDecisions?,
-        notify: (KeychainItemChange) -> Void
+        _ records: [BackupRecord], store: Store, keys: KeyState, decisions: RestoreDecisions?, state: SecValue?,
+        storage: SecretServiceStorage, notify: (KeychainItemChange) -> Void
     ) throws -> RestoreOutcome {
         let indexKey = try keys.requireIndexKey()
         for protection in Set(records.map(\.protection)) where !keys.isAvailable(protection) {
@@ -118,6 +140,7 @@ extension Keychain {
         guard let decisions else { return outcome }
         var changes: [KeychainItemChange] = []
         try store.transaction {
+            if let state { try storage.saveState(state) }
             for (index, record) in records.enumerated() {
                 var ref = try SecureRandom.bytes(16)
                 if let found = existing[index] {

@@ -42,7 +42,8 @@ final class BackupVectorTests: XCTestCase {
         try BackupFile.open(file, key: key) { plain, _ in chunks.append(plain) }
         XCTAssertEqual(chunks, try XCTUnwrap(v["chunks_hex"] as? [String]).map(backupHex))
 
-        let records = try Keychain.readBackup(file, key: key)
+        let (records, state) = try Keychain.readBackup(file, key: key)
+        XCTAssertNil(state, "the keychain never had Secret Service collections")
         XCTAssertEqual(records.map(\.itemClass), [.genericPassword, .internetPassword])
         XCTAssertEqual(records[0].attributes["svce"], .string("vector"))
         XCTAssertEqual(records[0].attributes["acct"], .string("alice"))
