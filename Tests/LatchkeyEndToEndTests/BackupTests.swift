@@ -178,7 +178,7 @@ final class BackupTests: AgentTestCase {
             SecItemCopyMatching(
                 [kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
                  kSecReturnRef: true] as NSDictionary, &result), errSecSuccess)
-        let restoredKey = result as! SecKey
+        let restoredKey = try XCTUnwrap(result.map { $0 as! SecKey })
         let message = Data("sign me".utf8) as CFData
         let signature = try XCTUnwrap(
             SecKeyCreateSignature(restoredKey, .ecdsaSignatureMessageX962SHA256, message, &error),
@@ -190,9 +190,10 @@ final class BackupTests: AgentTestCase {
                 SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnRef: true] as NSDictionary, &result),
                 errSecSuccess, "the certificate and its key still make an identity")
             var identityKey: SecKey?
-            XCTAssertEqual(SecIdentityCopyPrivateKey(result as! SecIdentity, &identityKey), errSecSuccess)
+            let identity = try XCTUnwrap(result.map { $0 as! SecIdentity })
+            XCTAssertEqual(SecIdentityCopyPrivateKey(identity, &identityKey), errSecSuccess)
             XCTAssertNotNil(
-                SecKeyCreateSignature(identityKey!, .rsaSignatureMessagePKCS1v15SHA256, message, &error),
+                SecKeyCreateSignature(try XCTUnwrap(identityKey), .rsaSignatureMessagePKCS1v15SHA256, message, &error),
                 "\(String(describing: error))")
         }
     }
