@@ -90,6 +90,15 @@ extension Keychain {
         }
     }
 
+    /// What `restore` reads of a backup before it writes anything: how many items, and whether it holds
+    /// the Secret Service's state; the refusal otherwise (errSecAuthFailed for the key, errSecDecode for
+    /// the rest). The fuzz target of the backup reader (fuzz/latchkey-fuzz, `backups`) drives it.
+    package static func inspectBackup(_ file: [UInt8], key: SecretBytes) throws(SecError) -> (items: Int, state: Bool) {
+        var (records, state) = try readBackup(file, key: key)
+        defer { for i in records.indices { records[i].wipe() } }
+        return (records.count, state != nil)
+    }
+
     /// Every record of the file, or the reason it is refused.
     static func readBackup(_ file: [UInt8], key: SecretBytes) throws(SecError) -> ([BackupRecord], SecValue?) {
         var records: [BackupRecord] = []
