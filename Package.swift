@@ -148,7 +148,8 @@ let package = Package(
         .executableTarget(
             name: "latchkey-fuzz",
             dependencies: [
-                "LatchkeyWire", "LatchkeyTransport", "LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets", "LatchkeyCrypto",
+                "LatchkeyWire", "LatchkeyTransport", "LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets",
+                "LatchkeyCrypto",
                 "LatchkeyEngine",
             ],
             path: "fuzz/latchkey-fuzz"),

@@ -31,7 +31,9 @@ extension AgentService {
         var parameters = BackupHeader.defaultParameters
         func number(_ name: String) throws(SecError) -> UInt32? {
             guard let value = options[name] else { return nil }
-            guard case .int(let n) = value, let v = UInt32(exactly: n) else { throw .param("option \(name) must be a number") }
+            guard case .int(let n) = value, let v = UInt32(exactly: n) else {
+                throw .param("option \(name) must be a number")
+            }
             return v
         }
         if let t = try number("argon2.t") { parameters.timeCost = t }
@@ -83,7 +85,8 @@ extension AgentService {
                 bytes.count <= Self.restoreDataPerRequest, current.bytes.count + bytes.count <= current.size
             else {
                 upload = nil
-                throw .param("restore data beyond the size declared, or more than \(Self.restoreDataPerRequest) bytes at once")
+                throw .param(
+                    "restore data beyond the size declared, or more than \(Self.restoreDataPerRequest) bytes at once")
             }
             upload = nil  // the array is uniquely referenced while it grows
             current.bytes += bytes

@@ -212,9 +212,10 @@ package enum BackupFile {
                     aad: aad(header: headerBytes, index: UInt64(index), final: final))
             } catch {
                 // The last chunk present that is not marked final: the file was cut at a chunk boundary.
-                if final, (try? AES256GCM.open(
-                    Array(file[offset..<(offset + length)]), key: keys.chunks,
-                    aad: aad(header: headerBytes, index: UInt64(index), final: false))) != nil
+                if final,
+                    (try? AES256GCM.open(
+                        Array(file[offset..<(offset + length)]), key: keys.chunks,
+                        aad: aad(header: headerBytes, index: UInt64(index), final: false))) != nil
                 {
                     throw BackupFileError.truncated
                 }

@@ -88,7 +88,6 @@ extension Keychain {
     }
 }
 
-
 extension Caller {
     /// Who a backup or a restore reads and writes as: every group, once the keychain password was given.
     /// Only `SecretServiceStorage` sees it, for the service's state, which belongs to no group.

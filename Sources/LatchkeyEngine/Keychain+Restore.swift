@@ -81,7 +81,9 @@ extension Keychain {
                     }
                     merged = joined
                 }
-                return try Self.merge(records, store: store, keys: keys, decisions: decisions, state: merged, storage: storage) {
+                return try Self.merge(
+                    records, store: store, keys: keys, decisions: decisions, state: merged, storage: storage
+                ) {
                     change in itemChangeObserver?(change)
                 }
             } catch {
@@ -200,12 +202,15 @@ extension Keychain {
             switch value {
             case .string(let s) where !s.isEmpty: parts.append("\(name)=\(s.prefix(80))")
             case .data(let d) where !d.isEmpty:
-                parts.append("\(name)=" + (String(validating: d, as: UTF8.self).map { String($0.prefix(80)) } ?? "<\(d.count) bytes>"))
+                parts.append(
+                    "\(name)="
+                        + (String(validating: d, as: UTF8.self).map { String($0.prefix(80)) } ?? "<\(d.count) bytes>"))
             default: continue
             }
         }
         // Shown on a terminal: no control character of a label may reach it.
         let text = parts.isEmpty ? "no label" : parts.joined(separator: " ")
-        return String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }))
+        return String(
+            String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }))
     }
 }

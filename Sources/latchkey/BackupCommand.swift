@@ -31,7 +31,8 @@ struct BackupCommand: ParsableCommand {
                 latchkey backup -o keychain.lkbackup --passphrase-stdin --keychain-password-fd 0
             """)
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("The backup file.", valueName: "file"))
+    @Option(
+        name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("The backup file.", valueName: "file"))
     var output: String
 
     @Flag(name: .customLong("force"), help: "Replace FILE if it exists.")
@@ -50,7 +51,8 @@ struct BackupCommand: ParsableCommand {
     var timeCost: UInt32?
 
     @Option(
-        name: .customLong("argon2-parallelism"), help: ArgumentHelp("Argon2id lanes, 1 to 8 (default 2).", valueName: "N"))
+        name: .customLong("argon2-parallelism"),
+        help: ArgumentHelp("Argon2id lanes, 1 to 8 (default 2).", valueName: "N"))
     var parallelism: UInt32?
 
     /// Tests only: Argon2id memory below 64 MiB.

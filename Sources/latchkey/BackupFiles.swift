@@ -17,7 +17,9 @@ enum BackupFiles {
         guard !name.isEmpty, name != ".", name != ".." else { throw InputFailure("\(path) is not a file name") }
         var template = Array(((directory.isEmpty ? "." : directory) + "/.\(name).XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw InputFailure("cannot create a file in \(directory.isEmpty ? "." : directory): \(errorText())") }
+        guard fd >= 0 else {
+            throw InputFailure("cannot create a file in \(directory.isEmpty ? "." : directory): \(errorText())")
+        }
         let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var kept = false
         defer {
@@ -33,7 +35,9 @@ enum BackupFiles {
         }
         guard fsync(fd) == 0 else { throw InputFailure("cannot write \(temporary): \(errorText())") }
         if replace {
-            guard rename(temporary, path) == 0 else { throw InputFailure("cannot move the backup to \(path): \(errorText())") }
+            guard rename(temporary, path) == 0 else {
+                throw InputFailure("cannot move the backup to \(path): \(errorText())")
+            }
         } else {
             guard link(temporary, path) == 0 else {
                 let exists = errno == EEXIST

@@ -21,7 +21,8 @@ final class BackupFileTests: XCTestCase {
 
     private func chunks(_ file: [UInt8], key: SecretBytes? = nil) throws -> [String] {
         var out: [String] = []
-        try BackupFile.open(file, key: key ?? self.key) { plain, _ in out.append(String(decoding: plain, as: UTF8.self)) }
+        try BackupFile.open(file, key: key ?? self.key) { plain, _ in out.append(String(decoding: plain, as: UTF8.self))
+        }
         return out
     }
 
@@ -71,7 +72,9 @@ final class BackupFileTests: XCTestCase {
         var spans: [Range<Int>] = []
         var offset = BackupHeader.length
         while offset < file.count {
-            let n = Int(file[offset]) << 24 | Int(file[offset + 1]) << 16 | Int(file[offset + 2]) << 8 | Int(file[offset + 3])
+            let n =
+                Int(file[offset]) << 24 | Int(file[offset + 1]) << 16 | Int(file[offset + 2]) << 8
+                | Int(file[offset + 3])
             spans.append(offset..<(offset + 4 + n))
             offset += 4 + n
         }
@@ -103,11 +106,17 @@ final class BackupFileTests: XCTestCase {
 
     func testArgon2CostsBeyondTheLimitsAreRefusedBeforeDeriving() throws {
         func header(t: UInt32, m: UInt32, p: UInt32) -> [UInt8] {
-            BackupHeader(parameters: Argon2Parameters(timeCost: t, memoryKiB: m, parallelism: p), salt: Array(repeating: 1, count: 16))
-                .fields + Array(repeating: 0, count: 32)
+            BackupHeader(
+                parameters: Argon2Parameters(timeCost: t, memoryKiB: m, parallelism: p),
+                salt: Array(repeating: 1, count: 16)
+            )
+            .fields + Array(repeating: 0, count: 32)
         }
         let most = BackupHeader.maximumParameters
-        for (t, m, p) in [(most.timeCost + 1, 8192, 1), (1, most.memoryKiB + 1, 1), (1, 8192, most.parallelism + 1), (UInt32.max, UInt32.max, 1)] {
+        for (t, m, p) in [
+            (most.timeCost + 1, 8192, 1), (1, most.memoryKiB + 1, 1), (1, 8192, most.parallelism + 1),
+            (UInt32.max, UInt32.max, 1),
+        ] {
             XCTAssertThrowsError(try BackupHeader.read(header(t: t, m: m, p: p))) { error in
                 guard case .costTooHigh = error as? BackupFileError else {
                     return XCTFail("t=\(t) m=\(m) p=\(p): \(error)")

@@ -8,7 +8,9 @@ import XCTest
 /// keychain backed up, then restored into another one, of another agent, with another password.
 final class BackupTests: AgentTestCase {
     private var work = ""
-    private let weak = ["--argon2-memory", "8", "--argon2-time", "1", "--argon2-parallelism", "1", "--argon2-allow-weak"]
+    private let weak = [
+        "--argon2-memory", "8", "--argon2-time", "1", "--argon2-parallelism", "1", "--argon2-allow-weak",
+    ]
 
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -42,7 +44,9 @@ final class BackupTests: AgentTestCase {
             input: "backup passphrase\n\(password)\n")
     }
 
-    private func restore(_ file: String, _ options: [String], password: String, passphrase: String = "backup passphrase")
+    private func restore(
+        _ file: String, _ options: [String], password: String, passphrase: String = "backup passphrase"
+    )
         throws -> (status: Int32, out: String, err: String)
     {
         try cli(
@@ -101,8 +105,10 @@ final class BackupTests: AgentTestCase {
         let certificate = work + "/id.crt"
         let p12 = work + "/id.p12"
         for arguments in [
-            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "30",
-             "-subj", "/CN=Backup Test"],
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "30",
+                "-subj", "/CN=Backup Test",
+            ],
             ["pkcs12", "-export", "-inkey", key, "-in", certificate, "-out", p12, "-passout", "pass:p12"],
         ] {
             let result = try TestProcess.run("/usr/bin/openssl", arguments)
@@ -118,24 +124,34 @@ final class BackupTests: AgentTestCase {
         add(
             genp("imap").merging([
                 kSecAttrAccessGroup: "mail", kSecAttrLabel: "Mail", kSecAttrComment: "a comment",
-                kSecAttrDescription: "a description", kSecAttrGeneric: Data([0, 1, 2]), kSecValueData: Data("hunter2".utf8),
+                kSecAttrDescription: "a description", kSecAttrGeneric: Data([0, 1, 2]),
+                kSecValueData: Data("hunter2".utf8),
             ]) { $1 })
-        add(genp("device").merging([kSecAttrAccessible: kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecValueData: Data("stays".utf8)]) { $1 })
-        add(genp("always").merging([kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock, kSecValueData: Data("ck".utf8)]) { $1 })
+        add(
+            genp("device").merging([
+                kSecAttrAccessible: kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecValueData: Data("stays".utf8),
+            ]) { $1 })
+        add(
+            genp("always").merging([
+                kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock, kSecValueData: Data("ck".utf8),
+            ]) { $1 })
         add([
             kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrAccount: "me",
             kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecAttrPort: 443, kSecAttrAccessGroup: "browser",
             kSecValueData: Data("web".utf8),
         ])
         var error: Unmanaged<CFError>?
-        let control = try XCTUnwrap(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleAfterFirstUnlock, [], &error))
+        let control = try XCTUnwrap(
+            SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleAfterFirstUnlock, [], &error))
         add(genp("controlled").merging([kSecAttrAccessControl: control, kSecValueData: Data("guarded".utf8)]) { $1 })
         let tag = Data("com.example.signing".utf8)
         let key = try XCTUnwrap(
             SecKeyCreateRandomKey(
                 [
                     kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
-                    kSecPrivateKeyAttrs: [kSecAttrIsPermanent: true, kSecAttrApplicationTag: tag, kSecAttrAccessGroup: "keys"],
+                    kSecPrivateKeyAttrs: [
+                        kSecAttrIsPermanent: true, kSecAttrApplicationTag: tag, kSecAttrAccessGroup: "keys",
+                    ],
                 ] as NSDictionary, &error), "\(String(describing: error))")
         let publicKey = try XCTUnwrap(SecKeyCopyPublicKey(key))
         let openssl = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
@@ -159,7 +175,9 @@ final class BackupTests: AgentTestCase {
         try moveToAnotherKeychain(password: "other")
         let restored = try restore(file, ["--no-ui"], password: "other")
         XCTAssertEqual(restored.status, 0, restored.err)
-        XCTAssertEqual(restored.out, "restored \(openssl ? 7 : 5) item(s) from \(file): \(openssl ? 7 : 5) added, 0 replaced, 0 skipped\n")
+        XCTAssertEqual(
+            restored.out,
+            "restored \(openssl ? 7 : 5) item(s) from \(file): \(openssl ? 7 : 5) added, 0 replaced, 0 skipped\n")
         try authorizeEveryGroup("other")
         XCTAssertEqual(classes.map(snapshot), before, "every item, attribute and group as it was")
         XCTAssertNil(data("device"), "a ThisDeviceOnly item stays on its machine")
@@ -176,8 +194,10 @@ final class BackupTests: AgentTestCase {
         result = nil
         XCTAssertEqual(
             SecItemCopyMatching(
-                [kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
-                 kSecReturnRef: true] as NSDictionary, &result), errSecSuccess)
+                [
+                    kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                    kSecReturnRef: true,
+                ] as NSDictionary, &result), errSecSuccess)
         let restoredKey = try XCTUnwrap(result.map { $0 as! SecKey })
         let message = Data("sign me".utf8) as CFData
         let signature = try XCTUnwrap(
@@ -204,8 +224,11 @@ final class BackupTests: AgentTestCase {
         let file = work + "/k.lkbackup"
         XCTAssertEqual(try backup(file).status, 0)
         XCTAssertNotEqual(try backup(file).status, 0, "an existing file is kept")
-        XCTAssertEqual(try cli(["backup", "-o", file, "--force", "--passphrase-stdin", "--keychain-password-fd", "0"] + weak,
-            input: "backup passphrase\npw\n").status, 0, "--force replaces it")
+        XCTAssertEqual(
+            try cli(
+                ["backup", "-o", file, "--force", "--passphrase-stdin", "--keychain-password-fd", "0"] + weak,
+                input: "backup passphrase\npw\n"
+            ).status, 0, "--force replaces it")
 
         try moveToAnotherKeychain(password: "pw2")
         add(genp("a").merging([kSecValueData: Data("mine".utf8)]) { $1 })
@@ -260,7 +283,8 @@ final class BackupTests: AgentTestCase {
             damaged[position] ^= 0x20
             do {
                 let damagedKey = try KeychainControl.backupKey(for: damaged, passphrase: passphrase)
-                _ = try KeychainControl.restore(file: damaged, key: damagedKey, password: password, handling: .replaceAll)
+                _ = try KeychainControl.restore(
+                    file: damaged, key: damagedKey, password: password, handling: .replaceAll)
                 XCTFail("byte \(position) flipped was restored")
             } catch {
                 XCTAssertTrue([errSecDecode, errSecAuthFailed].contains(error.status), "byte \(position): \(error)")

@@ -36,13 +36,16 @@ final class BackupEngineTests: XCTestCase {
         return d
     }
 
-    private func secretServiceItem(_ keychain: Keychain, _ pairs: [(String, String)], collection: String, secret: String)
+    private func secretServiceItem(
+        _ keychain: Keychain, _ pairs: [(String, String)], collection: String, secret: String
+    )
         throws
     {
         let data = SecretServiceData(
             attributes: try XCTUnwrap(SecretAttributes(pairs.map { SecretAttributes.Pair($0.0, $0.1) })),
             collection: collection, contentType: "text/plain")
-        _ = try keychain.withSecretServiceStorage(AccessRequest(.add, caller: testCaller, itemClass: .genericPassword)) {
+        _ = try keychain.withSecretServiceStorage(AccessRequest(.add, caller: testCaller, itemClass: .genericPassword))
+        {
             storage in try storage.insert(label: "SS \(secret)", data: data, secret: Array(secret.utf8))
         }
     }
@@ -62,9 +65,12 @@ final class BackupEngineTests: XCTestCase {
 
     func testEveryItemThatMayLeaveCrossesToAnotherMachineAsItWas() throws {
         let source = try boundKeychain(machine: 1, password: "pw")
-        let mail = genp("imap", "me", [
-            "agrp": .string("mail"), "labl": .string("Mail"), "icmt": bytes("a comment"), "v_Data": bytes("hunter2"),
-        ])
+        let mail = genp(
+            "imap", "me",
+            [
+                "agrp": .string("mail"), "labl": .string("Mail"), "icmt": bytes("a comment"),
+                "v_Data": bytes("hunter2"),
+            ])
         _ = try source.add(mail)
         _ = try source.add(genp("ck", "me", ["pdmn": .string("ck"), "v_Data": bytes("after first unlock")]))
         _ = try source.add(genp("dk", "me", ["pdmn": .string("dk"), "v_Data": bytes("always")]))
@@ -77,8 +83,10 @@ final class BackupEngineTests: XCTestCase {
         ])
         let control = try AccessControl(protection: .afterFirstUnlock, flags: [])
         _ = try source.add(genp("controlled", "me", ["accc": .data(control.encoded), "v_Data": bytes("guarded")]))
-        try secretServiceItem(source, [("xdg:schema", "org.example"), ("user", "ünï")], collection: "login", secret: "s1")
-        try secretServiceItem(source, [("xdg:schema", "org.example"), ("user", "work")], collection: "work", secret: "s2")
+        try secretServiceItem(
+            source, [("xdg:schema", "org.example"), ("user", "ünï")], collection: "login", secret: "s1")
+        try secretServiceItem(
+            source, [("xdg:schema", "org.example"), ("user", "work")], collection: "work", secret: "s2")
 
         let (file, count) = try source.backup(password: secret("pw"), key: key, header: header)
         XCTAssertEqual(count, 7, "every item but the four ThisDeviceOnly ones")
@@ -137,13 +145,15 @@ final class BackupEngineTests: XCTestCase {
         XCTAssertEqual(try data("a"), bytes("target a"))
 
         let mixed = try target.restore(
-            file, key: key, password: secret("pw"), decisions: RestoreDecisions(otherwise: nil, replace: [0], skip: [1]))
+            file, key: key, password: secret("pw"), decisions: RestoreDecisions(otherwise: nil, replace: [0], skip: [1])
+        )
         XCTAssertEqual([mixed.added, mixed.replaced, mixed.skipped], [1, 1, 1])
         XCTAssertEqual(try data("a"), bytes("backup a"))
         XCTAssertEqual(try data("b"), bytes("target b"))
         XCTAssertEqual(try data("c"), bytes("backup c"))
 
-        let skipped = try target.restore(file, key: key, password: secret("pw"), decisions: RestoreDecisions(otherwise: .skip))
+        let skipped = try target.restore(
+            file, key: key, password: secret("pw"), decisions: RestoreDecisions(otherwise: .skip))
         XCTAssertEqual([skipped.added, skipped.replaced, skipped.skipped], [0, 0, 3])
         let replaced = try target.restore(
             file, key: key, password: secret("pw"), decisions: RestoreDecisions(otherwise: .replace))
@@ -154,10 +164,13 @@ final class BackupEngineTests: XCTestCase {
     func testTheKeychainPasswordIsRequiredAndLockedClassesAreNotLeftOut() throws {
         let source = try boundKeychain(machine: 1, password: "pw")
         _ = try source.add(genp("a", "me", ["v_Data": bytes("a")]))
-        XCTAssertEqual(status { _ = try source.backup(password: secret("nope"), key: key, header: header) }, SecStatus.authFailed)
+        XCTAssertEqual(
+            status { _ = try source.backup(password: secret("nope"), key: key, header: header) }, SecStatus.authFailed)
         let (file, _) = try source.backup(password: secret("pw"), key: key, header: header)
         XCTAssertEqual(
-            status { _ = try source.restore(file, key: key, password: secret("nope"), decisions: .init(otherwise: .skip)) },
+            status {
+                _ = try source.restore(file, key: key, password: secret("nope"), decisions: .init(otherwise: .skip))
+            },
             SecStatus.authFailed)
         source.lock(all: false)
         XCTAssertEqual(
@@ -172,13 +185,18 @@ final class BackupEngineTests: XCTestCase {
         let target = try boundKeychain(machine: 2, password: "pw")
         let wrongKey = SecretBytes(copying: Array(repeating: 0x43, count: 32))
         XCTAssertEqual(
-            status { _ = try target.restore(file, key: wrongKey, password: secret("pw"), decisions: .init(otherwise: .skip)) },
+            status {
+                _ = try target.restore(file, key: wrongKey, password: secret("pw"), decisions: .init(otherwise: .skip))
+            },
             SecStatus.authFailed)
         for position in stride(from: 0, to: file.count, by: 7) {
             var damaged = file
             damaged[position] ^= 0x01
             XCTAssertNotEqual(
-                status { _ = try target.restore(damaged, key: key, password: secret("pw"), decisions: .init(otherwise: .skip)) },
+                status {
+                    _ = try target.restore(
+                        damaged, key: key, password: secret("pw"), decisions: .init(otherwise: .skip))
+                },
                 0, "byte \(position)")
         }
         XCTAssertEqual(status { _ = try target.copy(genp("a", "me")) }, SecStatus.itemNotFound)

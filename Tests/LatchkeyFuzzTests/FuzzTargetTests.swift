@@ -79,7 +79,8 @@ final class FuzzTargetTests: XCTestCase {
         try runMutations(.backups, seed: 0xBAC4_0B5) { mutator, a, b in
             // Keep the mode byte most of the time, so mutations reach the records behind the authentication.
             let mutated = mutator.dictionary(from: Array(a.dropFirst()), other: Array(b.dropFirst()))
-            return Int.random(in: 0..<8, using: &mutator.rng) == 0 ? mutate(a, using: &mutator.rng) : [a.first ?? 1] + mutated
+            return Int.random(in: 0..<8, using: &mutator.rng) == 0
+                ? mutate(a, using: &mutator.rng) : [a.first ?? 1] + mutated
         }
     }
 

@@ -7,7 +7,9 @@ import XCTest
 /// A backup carries the Secret Service's items, attributes and collections (docs/BACKUP.md §5): what
 /// `secret-tool` stored on one keychain, `secret-tool lookup` finds after a restore into another.
 final class SecretServiceBackupTests: SecretServiceTestCase {
-    private let weak = ["--argon2-memory", "8", "--argon2-time", "1", "--argon2-parallelism", "1", "--argon2-allow-weak"]
+    private let weak = [
+        "--argon2-memory", "8", "--argon2-time", "1", "--argon2-parallelism", "1", "--argon2-allow-weak",
+    ]
 
     func testSecretToolFindsTheItemsAndCollectionsOfARestoredBackup() throws {
         try createKeychain()
@@ -16,7 +18,8 @@ final class SecretServiceBackupTests: SecretServiceTestCase {
             keyType: "s", valueType: "v",
             [(.string("org.freedesktop.Secret.Collection.Label"), .variant(.string("Work")))])
         let work = try XCTUnwrap(
-            try client.call(SSPath.service, SSPath.serviceInterface, "CreateCollection", [label, .string("")]).first?.string)
+            try client.call(SSPath.service, SSPath.serviceInterface, "CreateCollection", [label, .string("")]).first?
+                .string)
         var result = try secretTool(
             ["store", "--label", "Wiki", "service", "wiki", "user", "ünïcödé ✓"], input: "login secret")
         XCTAssertEqual(result.status, 0, result.err)
@@ -42,11 +45,13 @@ final class SecretServiceBackupTests: SecretServiceTestCase {
         try waitForServiceName()
         XCTAssertNotEqual(try secretTool(["lookup", "service", "wiki"]).status, 0, "a new, empty keychain")
 
-        result = try cli(["restore", file, "--no-ui", "--passphrase-stdin", "--keychain-password-fd", "0"], input: "phrase\nother\n")
+        result = try cli(
+            ["restore", file, "--no-ui", "--passphrase-stdin", "--keychain-password-fd", "0"], input: "phrase\nother\n")
         XCTAssertEqual(result.status, 0, result.err)
         XCTAssertEqual(try secretTool(["lookup", "user", "ünïcödé ✓"]).out, "login secret")
         XCTAssertEqual(try secretTool(["lookup", "service", "vpn", "host", "h1"]).out, "work secret")
-        XCTAssertEqual(try client.property(work, SSPath.collectionInterface, "Label")?.string, "Work", "the collection came back")
+        XCTAssertEqual(
+            try client.property(work, SSPath.collectionInterface, "Label")?.string, "Work", "the collection came back")
         let items = try XCTUnwrap(try client.property(work, SSPath.collectionInterface, "Items")?.elements)
         XCTAssertEqual(items.count, 1, "with its item")
         let search = try secretTool(["search", "--all", "service", "wiki"])

@@ -19,7 +19,8 @@ package enum BackupTarget {
     /// The target's backup key.
     static let key = SecretBytes(copying: [UInt8](repeating: 0x42, count: 32))
     static let header = BackupHeader(
-        parameters: Argon2Parameters(timeCost: 1, memoryKiB: 8192, parallelism: 1), salt: [UInt8](repeating: 7, count: 16))
+        parameters: Argon2Parameters(timeCost: 1, memoryKiB: 8192, parallelism: 1),
+        salt: [UInt8](repeating: 7, count: 16))
 
     package static func run(_ input: [UInt8]) -> FuzzOutcome {
         var outcome = FuzzOutcome()
@@ -73,7 +74,9 @@ package enum BackupTarget {
         let state: SecValue = .dictionary([
             "state": .dictionary([
                 "collections": .array([
-                    .dictionary(["id": .string("work"), "label": .string("Work"), "created": .int(1), "modified": .int(2)])
+                    .dictionary([
+                        "id": .string("work"), "label": .string("Work"), "created": .int(1), "modified": .int(2),
+                    ])
                 ]),
                 "aliases": .dictionary(["default": .string("work")]),
             ])

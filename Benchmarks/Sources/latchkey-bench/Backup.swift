@@ -60,7 +60,9 @@ func runBackupBenchmark(options: Options, machine: String, workload: Workload, a
     print("latchkey backup and restore end to end (CLI library → socket → latchkeyd → SQLite), one run per size")
     print("  " + machine)
     print("")
-    let header = ["items", "backup", "file", "check (no write)", "restore (replace all)", "agent VmHWM", "load 1/5/15 min"]
+    let header = [
+        "items", "backup", "file", "check (no write)", "restore (replace all)", "agent VmHWM", "load 1/5/15 min",
+    ]
     printTable(rows, header: header)
     guard options.markdown else { return }
     print("")
