@@ -46,11 +46,22 @@ struct BackupRecord {
         guard !protection.isThisDeviceOnly else {
             throw Self.malformed("an item record has a ThisDeviceOnly accessibility, which a backup never holds")
         }
-        for name in attributes.keys where itemClass.attribute(name) == nil && name != SecAttr.accessControl {
-            throw Self.malformed("an item record has an attribute its class does not have")
+        for (name, value) in attributes {
+            guard itemClass.attribute(name) != nil || name == SecAttr.accessControl else {
+                throw Self.malformed("an item record has an attribute its class does not have")
+            }
+            switch value {
+            case .string, .data, .int, .bool, .double, .date: continue
+            case .array, .dictionary, .null: throw Self.malformed("an item record has an attribute that is not a value")
+            }
         }
         guard case .string(let group)? = attributes[SecAttr.accessGroup], !group.isEmpty else {
             throw Self.malformed("an item record has no access group")
+        }
+        // The tokens' group holds what tokens provide, never rows (docs/APPLICATIONS.md, "Special groups"):
+        // no SecItemAdd may write there, and no restore either.
+        guard !Caller.sameAccessGroup(group, Caller.tokenAccessGroup) else {
+            throw Self.malformed("an item record is in the tokens' access group")
         }
         guard attributes[SecAttr.accessible] == .string(protection.pdmn),
             attributes[SecAttr.synchronizable]?.integerValue == (synchronizable ? 1 : 0)
@@ -79,7 +90,8 @@ struct BackupRecord {
 
     /// Zeroes the secret and the attribute data in place (a key's bytes are its secret).
     mutating func wipe() {
-        SecretBytes.wipe(&secret)
+        // Through the storage the decoded value shares, not a copy of it (`wipeDataInPlace`).
+        SecValue.data(secret).wipeDataInPlace()
         SecValue.dictionary(attributes).wipeDataInPlace()
     }
 

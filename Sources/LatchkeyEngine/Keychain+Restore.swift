@@ -208,9 +208,13 @@ extension Keychain {
             default: continue
             }
         }
-        // Shown on a terminal: no control character of a label may reach it.
+        // Shown on a terminal: no control or format character of a label (an escape sequence, a
+        // right-to-left override) may reach it.
         let text = parts.isEmpty ? "no label" : parts.joined(separator: " ")
         return String(
-            String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }))
+            String.UnicodeScalarView(
+                text.unicodeScalars.filter {
+                    $0.properties.generalCategory != .control && $0.properties.generalCategory != .format
+                }))
     }
 }

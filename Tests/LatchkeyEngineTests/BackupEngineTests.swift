@@ -201,4 +201,44 @@ final class BackupEngineTests: XCTestCase {
         }
         XCTAssertEqual(status { _ = try target.copy(genp("a", "me")) }, SecStatus.itemNotFound)
     }
+
+    /// A record the engine would not have written is a damaged backup, refused before anything is written.
+    func testRecordsTheEngineWouldNotWriteAreRefused() throws {
+        func file(_ record: SecValue) throws -> [UInt8] {
+            var writer = try BackupFile.Writer(header: header, key: key)
+            try writer.append(BackupChunk.encode([record]), final: true)
+            return writer.bytes
+        }
+        let attributes: SecDictionary = [
+            "svce": .string("s"), "acct": .string("a"), "agrp": .string("default"), "pdmn": .string("ak"),
+            "sync": .int(0),
+        ]
+        func record(_ changes: SecDictionary = [:], attributes extra: SecDictionary = [:]) -> SecValue {
+            var d: SecDictionary = [
+                "class": .string("genp"), "pdmn": .string("ak"), "sync": .bool(false), "data": bytes("x"),
+                "attrs": .dictionary(attributes.merging(extra) { $1 }),
+            ]
+            for (k, v) in changes { d[k] = v }
+            return .dictionary(d)
+        }
+        XCTAssertEqual(try Keychain.readBackup(try file(record()), key: key).0.count, 1, "the control case is read")
+        let refused: [(String, SecValue)] = [
+            ("a ThisDeviceOnly class", record(["pdmn": .string("aku")], attributes: ["pdmn": .string("aku")])),
+            ("the tokens' group", record(attributes: ["agrp": .string(Caller.tokenAccessGroup)])),
+            ("no group", record(attributes: ["agrp": .string("")])),
+            ("an attribute of another class", record(attributes: ["srvr": .string("example.com")])),
+            ("an attribute that is a list", record(attributes: ["labl": .array([.string("x")])])),
+            ("a pdmn that disagrees", record(attributes: ["pdmn": .string("ck")])),
+            ("a malformed access control", record(attributes: ["accc": .data([1, 2, 3])])),
+            (
+                "Secret Service data on an internet password",
+                record(["class": .string("inet"), "ss": .dictionary([:])])
+            ),
+            ("a key too many", record(["more": .int(1)])),
+            ("an unknown class", record(["class": .string("idnt")])),
+        ]
+        for (what, value) in refused {
+            XCTAssertEqual(status { _ = try Keychain.readBackup(try file(value), key: key) }, SecStatus.decode, what)
+        }
+    }
 }
