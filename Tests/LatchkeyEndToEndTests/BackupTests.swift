@@ -263,6 +263,61 @@ final class BackupTests: AgentTestCase {
         XCTAssertTrue(wrongPassword.err.contains("-25293"), wrongPassword.err)
     }
 
+    /// Without --replace, --skip or --no-ui each duplicate is asked about on the terminal: a pseudo-terminal
+    /// (Python's `pty`, the child's controlling terminal) answers the passphrase, the keychain password (each
+    /// once echo is off), "y" for the first duplicate and "n" for the second.
+    func testEachDuplicateIsAskedAboutOnTheTerminal() throws {
+        try XCTSkipUnless(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "python3 drives the terminal")
+        try createKeychain()
+        for name in ["a", "b", "c"] { add(genp(name).merging([kSecValueData: Data("backup \(name)".utf8)]) { $1 }) }
+        let file = work + "/k.lkbackup"
+        let made = try backup(file)
+        guard made.status == 0 else { return XCTFail("backup failed: \(made.err)") }
+        try moveToAnotherKeychain(password: "pw2")
+        for name in ["a", "b"] { add(genp(name).merging([kSecValueData: Data("mine \(name)".utf8)]) { $1 }) }
+
+        let driver = """
+            import os, pty, select, sys, termios, time
+            answers = [("Backup passphrase: ", "backup passphrase", True), ("keychain password", "pw2", True),
+                       ("replace it?", "y", False), ("replace it?", "n", False)]
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], sys.argv[1:])
+            seen, deadline = b"", time.time() + 60
+            def more():
+                global seen
+                if time.time() > deadline or not select.select([fd], [], [], 1)[0]:
+                    return time.time() <= deadline
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    return False
+                seen += chunk
+                return bool(chunk)
+            for prompt, answer, secret in answers:
+                while prompt.encode() not in seen:
+                    if not more():
+                        sys.exit("no prompt %r in %r" % (prompt, seen))
+                seen = seen.split(prompt.encode(), 1)[1]
+                # A password prompt turns echo off with TCSAFLUSH, which drops input typed before: wait for it.
+                while secret and termios.tcgetattr(fd)[3] & termios.ECHO and time.time() < deadline:
+                    time.sleep(0.01)
+                os.write(fd, (answer + "\\n").encode())
+            while more():
+                pass
+            sys.stdout.write(seen.decode(errors="replace"))
+            sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+            """
+        let result = try TestProcess.run(
+            "/usr/bin/python3", ["-c", driver, Self.binDirectory + "/latchkey", "restore", file])
+        XCTAssertEqual(result.status, 0, result.out + result.err)
+        XCTAssertTrue(result.out.contains("1 added, 1 replaced, 1 skipped"), result.out + result.err)
+        XCTAssertEqual(data("a"), "backup a", "yes: replaced")
+        XCTAssertEqual(data("b"), "mine b", "no: kept")
+        XCTAssertEqual(data("c"), "backup c", "not a duplicate: added")
+    }
+
     /// Every byte of a small backup flipped, the file cut short, a newer version: refused, with the
     /// keychain as it was.
     func testDamagedTruncatedAndNewerFilesAreRefusedAndChangeNothing() throws {
