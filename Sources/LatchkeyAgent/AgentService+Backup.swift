@@ -3,6 +3,7 @@ import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecretService
 import LatchkeySecrets
+import LatchkeySystem
 import LatchkeyWire
 
 /// A restore's file as it arrives on one connection (docs/PROTOCOL.md "restore"): only a connection that
@@ -13,6 +14,34 @@ struct RestoreUpload: Sendable {
     let key: SecretBytes
     let size: Int
     var bytes: [UInt8] = []
+    /// The upload's share of `RestoreRoom`, given back when the last copy of the upload goes (the
+    /// connection closes, the restore ends or another begins).
+    let room: RestoreRoom.Share
+}
+
+/// How much restore files the agent holds at once, over every connection: at most one file's worth
+/// (`BackupFile.maximumFileSize`), so however many connections gave the keychain password, the agent's
+/// memory for uploads stays bounded. A `"begin"` that does not fit is refused as busy.
+enum RestoreRoom {
+    static let capacity = BackupFile.maximumFileSize
+    private static let held = Locked(0)
+
+    /// A share of the room; its `deinit` gives it back.
+    final class Share: Sendable {
+        let bytes: Int
+        fileprivate init(_ bytes: Int) { self.bytes = bytes }
+        deinit { RestoreRoom.held.withLock { $0 -= bytes } }
+    }
+
+    /// `bytes` of the room, or nil when they do not fit beside what other restores hold.
+    static func take(_ bytes: Int) -> Share? {
+        let fits = held.withLock { held -> Bool in
+            guard held + bytes <= capacity else { return false }
+            held += bytes
+            return true
+        }
+        return fits ? Share(bytes) : nil
+    }
 }
 
 /// `backup` and `restore` (docs/BACKUP.md): the agent reads and writes the items, seals and opens the
@@ -75,7 +104,10 @@ extension AgentService {
                 AgentLog.warning("pid \(caller.pid) gave a wrong keychain password for a restore")
                 throw error
             }
-            var begun = RestoreUpload(password: password, key: key, size: Int(declared))
+            guard let room = RestoreRoom.take(Int(declared)) else {
+                throw SecError(SecStatus.badReq, "busy: another restore holds its file; try again when it ends")
+            }
+            var begun = RestoreUpload(password: password, key: key, size: Int(declared), room: room)
             begun.bytes.reserveCapacity(begun.size)
             upload = begun
             return nil
