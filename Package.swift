@@ -157,11 +157,15 @@ let package = Package(
             ]),
 
         // The fuzz targets (a client's bytes into the agent's frame reader, request decoder and DictionaryParser;
-        // a dictionary into DictionaryParser alone): libFuzzer's entry point in the build scripts/fuzz makes,
+        // a dictionary into DictionaryParser alone; a backup file into the restore's reader): libFuzzer's entry point in the build scripts/fuzz makes,
         // a replay and seed tool in the ordinary build. The corpus is fuzz/corpus.
         .executableTarget(
             name: "latchkey-fuzz",
-            dependencies: ["LatchkeyWire", "LatchkeyTransport", "LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets"],
+            dependencies: [
+                "LatchkeyWire", "LatchkeyTransport", "LatchkeyCodec", "LatchkeyModel", "LatchkeySecrets",
+                "LatchkeyCrypto",
+                "LatchkeyEngine",
+            ],
             path: "fuzz/latchkey-fuzz"),
 
         // A small application of the public library: the access-group tests install copies of it as

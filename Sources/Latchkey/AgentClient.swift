@@ -38,6 +38,15 @@ final class AgentClient: Sendable {
         }
     }
 
+    /// How long a client waits for a backup or the last step of a restore, which read or write every item
+    /// (100,000 items take seconds, not minutes, but a loaded machine is slower): bounded all the same.
+    static let bulkResponseTimeout: Duration = .seconds(600)
+
+    /// Whether `opcode` reads or writes the whole keychain (`bulkResponseTimeout`).
+    static func isBulk(_ opcode: Opcode) -> Bool {
+        opcode == .backup || opcode == .restore
+    }
+
     /// The persistent connection's socket, or -1. Held for a whole request, so that requests from several
     /// threads take turns on the one connection and each reply reaches the thread that asked.
     fileprivate let connection = Locked<Int32>(-1)
@@ -104,7 +113,8 @@ final class AgentClient: Sendable {
             }
             let timeout =
                 AgentClient.mayWaitForTheUser(request.opcode)
-                ? AgentClient.userCheckResponseTimeout : AgentClient.responseTimeout
+                ? AgentClient.userCheckResponseTimeout
+                : AgentClient.isBulk(request.opcode) ? AgentClient.bulkResponseTimeout : AgentClient.responseTimeout
             switch attempt(payload, on: fd, timeout: timeout) {
             case .answered(let response):
                 return response

@@ -138,7 +138,7 @@ public enum KeychainControl {
         ProtectionClass(pdmn: pdmn)?.displayName ?? pdmn
     }
 
-    private static func call(_ request: Request) throws(Failure) -> SecValue? {
+    static func call(_ request: Request) throws(Failure) -> SecValue? {
         let response = AgentClient.shared.send(request)
         guard response.status == SecStatus.success else {
             throw Failure(status: response.status, detail: response.message)

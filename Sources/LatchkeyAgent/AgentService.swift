@@ -48,10 +48,12 @@ package final class AgentService: Sendable {
     /// when a session opens, while that process still waits for the answer). `authorization` is the
     /// connection's: `authorizeGroups` widens it for the connection's later requests. `process` is the
     /// process that wrote the request, when the connection's identity vouches for it (its
-    /// authentication contexts are its own); nil: it can use none.
+    /// authentication contexts are its own); nil: it can use none. `upload` is the connection's restore
+    /// in progress (`restore`).
     func handle(
-        _ request: Request, caller: Caller, authorization: inout GroupAuthorization, process: ContextOwner? = nil,
-        clientGone: () -> Bool = { false }, peer: () -> PeerProcess = { .unknown(reason: "no connection") }
+        _ request: Request, caller: Caller, authorization: inout GroupAuthorization, upload: inout RestoreUpload?,
+        process: ContextOwner? = nil, clientGone: () -> Bool = { false },
+        peer: () -> PeerProcess = { .unknown(reason: "no connection") }
     ) -> Response {
         switch request {
         case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
@@ -140,6 +142,11 @@ package final class AgentService: Sendable {
             case .authorizeGroups(let password, let groups):
                 try authorize(groups, password: password, caller: caller, into: &authorization)
                 return .ok(nil)
+            case .backup(let password, let key, let options):
+                return .ok(try backup(password: password, key: key, options: options, caller: caller))
+            case .restore(let password, let key, let options):
+                return .ok(
+                    try restore(password: password, key: key, options: options, caller: caller, upload: &upload))
             case .keyHandoff(let masterKey, let deviceFactor):
                 // Only root (pam_latchkey) can read the machine secret; a factor from anyone else is
                 // ignored, so no process of the user can bind the keybag to a factor it chose.

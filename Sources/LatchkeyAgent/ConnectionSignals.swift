@@ -19,6 +19,8 @@ struct Connection: Sendable {
     var standing: IdentityStanding
     /// What the connection proved with the keychain password (`authorizeGroups`).
     var authorization = GroupAuthorization()
+    /// A restore's file arriving on this connection (`restore`), after its keychain password.
+    var restoreUpload: RestoreUpload?
     /// The caller `CallerPolicy` last made of this connection's requests, reused while nothing it was
     /// made from has changed (`CallerPolicy.caller(for:)`).
     var decided: DecidedCaller?

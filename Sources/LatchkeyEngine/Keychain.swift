@@ -19,7 +19,7 @@ package final class Keychain: @unchecked Sendable {
     /// The tokens whose items join the store's (docs/TOKENS.md); nil: none.
     let tokens: (any TokenSource)?
     /// Told of every SecItem change of a generic password, with the mutex held (Secret Service signals).
-    private var itemChangeObserver: (@Sendable (KeychainItemChange) -> Void)?
+    var itemChangeObserver: (@Sendable (KeychainItemChange) -> Void)?
 
     /// Opens the keychain in `location` if it exists. Damaged files are reported by every later call,
     /// never repaired or replaced.

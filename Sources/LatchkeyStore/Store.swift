@@ -267,7 +267,7 @@ public final class Store: @unchecked Sendable {
         if let limit = filter.limit { try statement.bind(limit, at: next()) }
     }
 
-    private func readRow(_ statement: Statement) -> StoreRow {
+    func readRow(_ statement: Statement) -> StoreRow {
         StoreRow(
             id: statement.int64(at: 0), persistentRef: statement.blob(at: 1), itemClass: statement.int(at: 2),
             protection: statement.int(at: 3), synchronizable: statement.int64(at: 4) != 0,
@@ -298,7 +298,7 @@ public final class Store: @unchecked Sendable {
 
     /// Refines SQLite errors: corruption names the file; a UNIQUE violation becomes `.duplicate`
     /// where the caller asks for it. Other errors (including the caller's own) pass unchanged.
-    private func guarded<T>(duplicateOnConflict: Bool = false, _ body: () throws -> T) throws -> T {
+    func guarded<T>(duplicateOnConflict: Bool = false, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch StoreError.sqlite(let code, let message, _)

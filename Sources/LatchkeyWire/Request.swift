@@ -36,6 +36,10 @@ package enum Opcode: UInt8, Sendable, CaseIterable {
     case changePassword = 0x24
     /// The keychain password, to use access groups beyond the caller's own on this connection.
     case authorizeGroups = 0x25
+    /// The keychain password and a backup key: the agent answers with the whole backup file.
+    case backup = 0x26
+    /// The keychain password, a backup key and one step of a restore (docs/PROTOCOL.md "restore").
+    case restore = 0x27
     /// pam_latchkey: a master key derived from the login password, and the device factor.
     case keyHandoff = 0x30
     /// pam_latchkey: a login session opened.
@@ -114,6 +118,12 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     /// the caller's own (`allAccessGroups` for every group). The administrator's tool asks for it
     /// (`latchkey --access-group`); docs/PROTOCOL.md "authorizeGroups".
     case authorizeGroups(password: SecretBytes, groups: [String])
+    /// Opcode 0x26: the keychain password, the backup key (32 bytes, Argon2id of the backup passphrase)
+    /// and the header's options (`"argon2.t"`, `"argon2.m"`, `"argon2.p"`, `"salt"`); docs/BACKUP.md.
+    case backup(password: SecretBytes, key: SecretBytes, options: SecDictionary)
+    /// Opcode 0x27: one step of a restore (`"step"`: `"begin"`, `"data"`, `"check"` or `"commit"`). The
+    /// password and key are given with `"begin"` and empty otherwise; docs/PROTOCOL.md "restore".
+    case restore(password: SecretBytes, key: SecretBytes, options: SecDictionary)
     /// Opcode 0x30: master key (32 bytes) and device factor (32 bytes, or nil when the sender has none).
     case keyHandoff(masterKey: SecretBytes, deviceFactor: SecretBytes?)
     /// Opcode 0x31: a session token (16 bytes) chosen by pam_latchkey.
@@ -130,6 +140,9 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     package static let maxAuthorizedGroups = 64
     /// Longest access group name, in UTF-8 bytes.
     package static let maxAccessGroupLength = 256
+
+    /// Length of the backup key of `backup` and `restore`.
+    package static let backupKeyLength = 32
 
     /// Length of the master key and device factor in a key hand-off.
     package static let handoffKeyLength = 32
@@ -171,6 +184,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .lock: .lock
         case .changePassword: .changePassword
         case .authorizeGroups: .authorizeGroups
+        case .backup: .backup
+        case .restore: .restore
         case .keyHandoff: .keyHandoff
         case .sessionOpen: .sessionOpen
         case .sessionClose: .sessionClose
@@ -197,6 +212,9 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case (.changePassword(let o1, let n1), .changePassword(let o2, let n2)):
             o1.constantTimeEquals(o2) && n1.constantTimeEquals(n2)
         case (.authorizeGroups(let p1, let g1), .authorizeGroups(let p2, let g2)): p1.constantTimeEquals(p2) && g1 == g2
+        case (.backup(let p1, let k1, let o1), .backup(let p2, let k2, let o2)),
+            (.restore(let p1, let k1, let o1), .restore(let p2, let k2, let o2)):
+            p1.constantTimeEquals(p2) && k1.constantTimeEquals(k2) && o1 == o2
         case (.keyHandoff(let m1, let d1), .keyHandoff(let m2, let d2)):
             m1.constantTimeEquals(m2) && (d1 == nil) == (d2 == nil) && (d1.map { d2!.constantTimeEquals($0) } ?? true)
         case (.sessionOpen(let x), .sessionOpen(let y)), (.sessionClose(let x), .sessionClose(let y)): x == y
@@ -215,7 +233,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
             SecValue.dictionary(query).wipeDataInPlace()
             SecValue.dictionary(attributes).wipeDataInPlace()
         case .hello, .status, .create, .unlock, .lock, .changePassword, .authorizeGroups, .keyHandoff, .sessionOpen,
-            .sessionClose, .sessionOpenWithDetails, .evaluateContext, .invalidateContext:
+            .sessionClose, .sessionOpenWithDetails, .evaluateContext, .invalidateContext, .backup, .restore:
             break  // secrets here are SecretBytes, which wipe themselves
         }
     }
@@ -252,6 +270,10 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .authorizeGroups(let password, let groups):
             out.appendSecret(password)
             ValueCodec.encode(Self.groupList(groups), into: &out)
+        case .backup(let password, let key, let options), .restore(let password, let key, let options):
+            out.appendSecret(password)
+            out.appendSecret(key)
+            ValueCodec.encode(.dictionary(options), into: &out)
         case .keyHandoff(let master, let factor):
             out.appendSecret(master)
             out.appendSecret(factor ?? SecretBytes(count: 0))
@@ -284,6 +306,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .lock: header + 1
         case .changePassword(let o, let n): header + 2 * secretHeader + o.count + n.count
         case .authorizeGroups(let p, let g): header + secretHeader + p.count + ValueCodec.encodedSize(Self.groupList(g))
+        case .backup(let p, let k, let o), .restore(let p, let k, let o):
+            header + 2 * secretHeader + p.count + k.count + ValueCodec.encodedSize(.dictionary(o))
         case .keyHandoff(let m, let d): header + 2 * secretHeader + m.count + (d?.count ?? 0)
         case .sessionOpen(let t), .sessionClose(let t): header + t.count
         case .evaluateContext(let d): header + ValueCodec.encodedSize(.dictionary(d))
@@ -366,6 +390,18 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
                 groups.append(group)
             }
             request = .authorizeGroups(password: password, groups: groups)
+        case .backup, .restore:
+            let password = try reader.secret()
+            let key = try reader.secret()
+            // A backup key is Argon2id's 32 bytes; a restore's later steps carry none.
+            guard key.count == backupKeyLength || (opcode == .restore && key.count == 0) else {
+                throw .malformed("a backup key must be \(backupKeyLength) bytes")
+            }
+            let options = try reader.dictionary()
+            request =
+                opcode == .backup
+                ? .backup(password: password, key: key, options: options)
+                : .restore(password: password, key: key, options: options)
         case .keyHandoff:
             let master = try reader.secret()
             let factor = try reader.secret()

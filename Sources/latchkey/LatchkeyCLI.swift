@@ -46,6 +46,8 @@ struct LatchkeyCLI: ParsableCommand {
             DeleteCertificate.self,
             GenerateKey.self,
             AppsCommand.self,
+            BackupCommand.self,
+            RestoreCommand.self,
             VersionCommand.self,
             TokensCommand.self,
         ]

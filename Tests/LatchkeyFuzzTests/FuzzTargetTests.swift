@@ -75,6 +75,15 @@ final class FuzzTargetTests: XCTestCase {
         try runMutations(.dictionaries, seed: 0xD1C7_5EED) { mutator, a, b in mutator.dictionary(from: a, other: b) }
     }
 
+    func testMutatedBackups() throws {
+        try runMutations(.backups, seed: 0xBAC4_0B5) { mutator, a, b in
+            // Keep the mode byte most of the time, so mutations reach the records behind the authentication.
+            let mutated = mutator.dictionary(from: Array(a.dropFirst()), other: Array(b.dropFirst()))
+            return Int.random(in: 0..<8, using: &mutator.rng) == 0
+                ? mutate(a, using: &mutator.rng) : [a.first ?? 1] + mutated
+        }
+    }
+
     /// Mutates corpus entries for `budget` (at most `maxIterations` inputs) and runs each through `target`.
     private func runMutations(
         _ target: FuzzTarget, seed: UInt64, _ mutation: (inout Mutator, [UInt8], [UInt8]) -> [UInt8]

@@ -27,6 +27,14 @@ final class MessageTests: XCTestCase {
             .lock(all: false),
             .changePassword(old: secret("old"), new: secret("new")),
             .authorizeGroups(password: secret("pw"), groups: ["com.example.mail", "*"]),
+            .backup(
+                password: secret("pw"), key: SecretBytes(copying: [UInt8](repeating: 4, count: 32)),
+                options: ["salt": .data([UInt8](repeating: 5, count: 16)), "argon2.t": .int(3)]),
+            .restore(
+                password: secret("pw"), key: SecretBytes(copying: [UInt8](repeating: 4, count: 32)),
+                options: ["step": .string("begin"), "size": .int(1000)]),
+            .restore(
+                password: secret(""), key: secret(""), options: ["step": .string("data"), "bytes": .data([1, 2])]),
             .keyHandoff(
                 masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)),
                 deviceFactor: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),
@@ -104,6 +112,23 @@ final class MessageTests: XCTestCase {
         }
         XCTAssertThrowsError(try Request.decode([0x01, 0x33] + token), "no dictionary")
         XCTAssertThrowsError(try Request.decode(body([]) + [0]), "trailing byte")
+    }
+
+    /// A backup key is 32 bytes; only a restore's later steps may send none.
+    func testBackupKeyLengths() {
+        for (opcode, length, valid) in [
+            (Opcode.backup, 32, true), (.backup, 0, false), (.backup, 31, false), (.restore, 32, true),
+            (.restore, 0, true), (.restore, 33, false),
+        ] {
+            let body =
+                [0x01, opcode.rawValue, 0, 0, 0, 2, 0x70, 0x77, 0, 0, 0, UInt8(length)]
+                + [UInt8](repeating: 9, count: length) + [0x08, 0, 0, 0, 0]
+            if valid {
+                XCTAssertNoThrow(try Request.decode(body), "\(opcode) key of \(length)")
+            } else {
+                XCTAssertThrowsError(try Request.decode(body), "\(opcode) key of \(length)")
+            }
+        }
     }
 
     func testEveryRequestRoundTrips() throws {

@@ -4,12 +4,15 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case frames
     /// One SecItem dictionary in the value encoding: `ParserTarget`.
     case dictionaries
+    /// A backup file, or the plaintext of its chunk: `BackupTarget`.
+    case backups
 
     /// Runs one input through the target.
     package func run(_ input: [UInt8]) -> FuzzOutcome {
         switch self {
         case .frames: FrameTarget.run(input)
         case .dictionaries: ParserTarget.run(input)
+        case .backups: BackupTarget.run(input)
         }
     }
 
@@ -18,6 +21,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         switch self {
         case .frames: Seeds.frames
         case .dictionaries: Seeds.dictionaries
+        case .backups: BackupTarget.seeds
         }
     }
 }

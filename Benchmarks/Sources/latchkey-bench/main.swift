@@ -39,11 +39,14 @@ struct Options {
     var cpu: Int?
     /// Measure key operations (Keys.swift) instead of SecItem at several sizes.
     var keys = false
+    /// Measure backup and restore (Backup.swift) at each size instead.
+    var backup = false
 
     static let usage = """
         usage: latchkey-bench [--sizes 1000,10000,100000] [--ops N] [--warmup N] [--seed N]
                               [--value-bytes N] [--dir DIR] [--cpu N] [--markdown]
                latchkey-bench --keys [--ops N] [--dir DIR] [--cpu N] [--markdown]
+               latchkey-bench --backup [--sizes LIST] [--value-bytes N] [--dir DIR] [--markdown]
 
         Measures the public Latchkey library end to end (client → socket → latchkeyd → SQLite) with an
         agent started on demand in temporary XDG directories. The agent is found through $LATCHKEYD,
@@ -65,6 +68,8 @@ struct Options {
                            generating keys into the keychain, for EC P-256/P-384 and RSA 2048/3072;
                            then, with the SoftHSM2 token scripts/bench makes, signing with a token key
                            through the agent against pkcs11-tool --sign
+          --backup         instead: at each size, `latchkey backup` (the whole file), the restore's check
+                           and a restore that replaces every item, with their times and the agent's VmHWM
 
         """
 
@@ -103,6 +108,7 @@ struct Options {
             case "--cpu": options.cpu = number(argument, minimum: 0)
             case "--markdown": options.markdown = true
             case "--keys": options.keys = true
+            case "--backup": options.backup = true
             case "--help", "-h":
                 print(usage, terminator: "")
                 exit(0)
@@ -932,6 +938,11 @@ if options.keys {
 }
 
 let workload = Workload(options: options, agentPID: pid)
+if options.backup {
+    runBackupBenchmark(options: options, machine: machine, workload: workload, agentPID: pid)
+    Cleanup.shared.run()
+    exit(0)
+}
 var results: [LevelResult] = []
 for size in options.sizes {
     let loadBefore = loadAverage()
