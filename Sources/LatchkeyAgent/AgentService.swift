@@ -47,7 +47,8 @@ package final class AgentService: Sendable {
         peer: () -> PeerProcess = { .unknown(reason: "no connection") }
     ) -> Response {
         switch request {
-        case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
+        case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey, .importSecretServiceItem:
+            onItemRequest()
         default: break
         }
         do {
@@ -84,6 +85,8 @@ package final class AgentService: Sendable {
                     })
             case .generateKey(let parameters):
                 return .ok(try keychain.generateKey(parameters, caller: caller))
+            case .importSecretServiceItem(let dictionary):
+                return .ok(try importSecretServiceItem(dictionary, caller: caller))
             case .status:
                 return .ok(statusValue())
             case .create(let password, let options):

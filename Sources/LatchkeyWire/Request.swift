@@ -31,6 +31,8 @@ package enum Opcode: UInt8, Sendable, CaseIterable {
     case changePassword = 0x24
     /// The keychain password, to use access groups beyond the caller's own on this connection.
     case authorizeGroups = 0x25
+    /// One Secret Service item to copy into the keychain (`latchkey migrate`).
+    case importSecretServiceItem = 0x28
     /// pam_latchkey: a master key derived from the login password, and the device factor.
     case keyHandoff = 0x30
     /// pam_latchkey: a login session opened.
@@ -105,6 +107,10 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     /// the caller's own (`allAccessGroups` for every group). The administrator's tool asks for it
     /// (`latchkey --access-group`); docs/PROTOCOL.md "authorizeGroups".
     case authorizeGroups(password: SecretBytes, groups: [String])
+    /// Opcode 0x28: one Secret Service item read from another provider, to store as the D-Bus `CreateItem`
+    /// would (its collection, label, attributes, secret and content type, and what to do with an item
+    /// of the same attributes; docs/PROTOCOL.md "importSecretServiceItem").
+    case importSecretServiceItem(SecDictionary)
     /// Opcode 0x30: master key (32 bytes) and device factor (32 bytes, or nil when the sender has none).
     case keyHandoff(masterKey: SecretBytes, deviceFactor: SecretBytes?)
     /// Opcode 0x31: a session token (16 bytes) chosen by pam_latchkey.
@@ -158,6 +164,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .lock: .lock
         case .changePassword: .changePassword
         case .authorizeGroups: .authorizeGroups
+        case .importSecretServiceItem: .importSecretServiceItem
         case .keyHandoff: .keyHandoff
         case .sessionOpen: .sessionOpen
         case .sessionClose: .sessionClose
@@ -173,7 +180,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         switch (a, b) {
         case (.hello, .hello), (.status, .status): true
         case (.add(let x), .add(let y)), (.copyMatching(let x), .copyMatching(let y)), (.delete(let x), .delete(let y)),
-            (.keyOperation(let x), .keyOperation(let y)), (.generateKey(let x), .generateKey(let y)):
+            (.keyOperation(let x), .keyOperation(let y)), (.generateKey(let x), .generateKey(let y)),
+            (.importSecretServiceItem(let x), .importSecretServiceItem(let y)):
             x == y
         case (.update(let q1, let a1), .update(let q2, let a2)): q1 == q2 && a1 == a2
         case (.create(let p1, let o1), .create(let p2, let o2)): p1.constantTimeEquals(p2) && o1 == o2
@@ -194,7 +202,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     /// agent calls it once the response is sent. See `SecValue.wipeDataInPlace()`.
     package func wipeItemData() {
         switch self {
-        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d),
+            .importSecretServiceItem(let d):
             SecValue.dictionary(d).wipeDataInPlace()
         case .update(let query, let attributes):
             SecValue.dictionary(query).wipeDataInPlace()
@@ -219,7 +228,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .hello, .status:
             break
-        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d),
+            .importSecretServiceItem(let d):
             ValueCodec.encode(.dictionary(d), into: &out)
         case .update(let query, let attributes):
             ValueCodec.encode(.dictionary(query), into: &out)
@@ -256,7 +266,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         let secretHeader = 4
         return switch self {
         case .hello, .status: header
-        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d),
+            .importSecretServiceItem(let d):
             header + ValueCodec.encodedSize(.dictionary(d))
         case .update(let q, let a):
             header + ValueCodec.encodedSize(.dictionary(q)) + ValueCodec.encodedSize(.dictionary(a))
@@ -314,6 +325,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .delete: request = .delete(try reader.dictionary())
         case .keyOperation: request = .keyOperation(try reader.dictionary())
         case .generateKey: request = .generateKey(try reader.dictionary())
+        case .importSecretServiceItem: request = .importSecretServiceItem(try reader.dictionary())
         case .update:
             let query = try reader.dictionary()
             request = .update(query: query, attributes: try reader.dictionary())
