@@ -26,11 +26,11 @@ extension SecretServiceKeychain {
                 return (.added, item.collectionLabel ?? "")
             }
             var differing: SecretServiceEntry?
-            for match in try storage.select(
-                item.attributes.withoutMirroredUsername, in: collection,
-                collections: state.collectionIDs) where !match.locked
-            {
-                guard let entry = try storage.entry(match.id), entry.data.attributes.namesSameItem(as: item.attributes)
+            let query = item.attributes.withoutMirroredUsername.setting(Self.schemaAttribute, nil)
+            for match in try storage.select(query, in: collection, collections: state.collectionIDs)
+            where !match.locked {
+                guard let entry = try storage.entry(match.id),
+                    Self.sameItem(entry.data.attributes, item.attributes, exactly: false)
                 else { continue }
                 if try Self.holds(entry, item, storage) { return (.unchanged, collection) }
                 if differing == nil { differing = entry }
@@ -93,7 +93,8 @@ extension SecretServiceKeychain {
     private static func holds(
         _ entry: SecretServiceEntry, _ item: SecretServiceImportItem, _ storage: SecretServiceStorage
     ) throws -> Bool {
-        guard entry.data.attributes == item.attributes, entry.label.utf8.elementsEqual(item.label.utf8),
+        guard sameItem(entry.data.attributes, item.attributes, exactly: true),
+            entry.label.utf8.elementsEqual(item.label.utf8),
             entry.data.contentType.utf8.elementsEqual(item.secret.contentType.utf8)
         else { return false }
         guard var stored = try? storage.secret(of: entry) else { return false }
@@ -101,5 +102,20 @@ extension SecretServiceKeychain {
         return stored.withUnsafeBytes { a in
             item.secret.value.withUnsafeBytes { b in SecretBytes.constantTimeEquals(a, b) }
         }
+    }
+
+    /// libsecret's attribute naming an item's schema.
+    static let schemaAttribute = "xdg:schema"
+
+    /// Whether the keychain's attributes `stored` and the provider's `incoming` are the same item's:
+    /// byte for byte (`exactly`) or as `CreateItem(replace)` compares them, and either way also when one
+    /// of them lacks `xdg:schema` and they are the same without it. gnome-keyring reports the schema of an
+    /// item stored without one (by a client that is not libsecret) only once it has read the keyring
+    /// from its file again, so the same item is seen without it in one run and with it after a restart.
+    static func sameItem(_ stored: SecretAttributes, _ incoming: SecretAttributes, exactly: Bool) -> Bool {
+        func same(_ a: SecretAttributes, _ b: SecretAttributes) -> Bool { exactly ? a == b : a.namesSameItem(as: b) }
+        if same(stored, incoming) { return true }
+        guard stored[schemaAttribute] == nil || incoming[schemaAttribute] == nil else { return false }
+        return same(stored.setting(schemaAttribute, nil), incoming.setting(schemaAttribute, nil))
     }
 }

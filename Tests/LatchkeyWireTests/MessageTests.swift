@@ -25,6 +25,10 @@ final class MessageTests: XCTestCase {
             .lock(all: false),
             .changePassword(old: secret("old"), new: secret("new")),
             .authorizeGroups(password: secret("pw"), groups: ["com.example.mail", "*"]),
+            .importSecretServiceItem([
+                "label": .string("Mail ✓"), "attributes": .array([.string("service"), .string("mail")]),
+                "secret": .data([0xFF, 0x00]), "contentType": .string("application/octet-stream"),
+            ]),
             .keyHandoff(
                 masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)),
                 deviceFactor: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),
