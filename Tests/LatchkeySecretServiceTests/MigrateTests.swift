@@ -177,7 +177,7 @@ final class MigrateTests: SecretServiceTestCase {
         let missing = Set(original).subtracting(migrated), extra = Set(migrated).subtracting(original)
         XCTAssertTrue(
             missing.isEmpty && extra.isEmpty,
-            "not in latchkey: \(missing.prefix(3)); only in latchkey: \(extra.prefix(3))")
+            "not in latchkey: \(Array(missing.prefix(3))); only in latchkey: \(Array(extra.prefix(3)))")
         XCTAssertEqual(
             Set(migrated.map(\.collection)), ["<default>", Self.secondLabel],
             "collections: \(Set(migrated.map(\.collection)))")
