@@ -76,9 +76,12 @@ struct Migration {
         do {
             // Unlocking what is unlocked already returns at once; the provider prompts for the rest.
             var dismissed = false
-            for chunk in stride(from: 0, to: plan.items.count, by: 1024) {
+            // latchkeyd takes at most 1,024 objects per Unlock; the collection's own path is one more.
+            let perCall = 1000
+            for chunk in stride(from: 0, to: plan.items.count, by: perCall) {
                 let objects =
-                    (chunk == 0 ? [plan.collection.path] : []) + plan.items[chunk..<min(chunk + 1024, plan.items.count)]
+                    (chunk == 0 ? [plan.collection.path] : [])
+                    + plan.items[chunk..<min(chunk + perCall, plan.items.count)]
                 dismissed = try source.unlock(objects).dismissed || dismissed
                 if dismissed { break }
             }
