@@ -18,7 +18,8 @@ struct MigrateCommand: ParsableCommand {
             (login), any other to the collection with the same label (created when missing), with the \
             same label, attributes (xdg:schema included), secret bytes and content type, so that \
             secret-tool finds them once latchkeyd serves org.freedesktop.secrets. The provider's \
-            in-memory 'session' collection is not copied. Nothing is changed in the provider.
+            in-memory 'session' collection is not copied. The provider's items are only read (what \
+            its prompt unlocked stays unlocked there).
 
             An item already in the keychain with the same collection, attributes, label, secret and \
             content type is left alone ('unchanged'), so running the command again adds nothing \
