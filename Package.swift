@@ -147,12 +147,16 @@ let package = Package(
                 "LatchkeyModel", "LatchkeyWire", "LatchkeyTransport", "LatchkeySecrets",
                 "LatchkeyCrypto", "LatchkeySystem", "CLatchkeySystem", systemPackage,
             ]),
-        // LatchkeyCrypto only for file formats (PEM, DER, PKCS#8, PKCS#12) in import and export; every
-        // keychain operation goes through the public library.
+        // LatchkeyCrypto only for file formats (PEM, DER, PKCS#8, PKCS#12) in import and export, and for
+        // the encrypted Secret Service session of `latchkey migrate`; every keychain operation goes through
+        // the public library.
         .executableTarget(
             name: "latchkey",
             dependencies: [
                 "Latchkey", "LatchkeySecrets", "LatchkeyCrypto", "LatchkeyApplications",
+                // `latchkey migrate` reads another Secret Service provider over D-Bus (LatchkeyDBus, whose
+                // loop thread it waits on with LatchkeySystem's Monitor); it writes only through the agent.
+                "LatchkeyDBus", "LatchkeySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

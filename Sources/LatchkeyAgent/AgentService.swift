@@ -56,7 +56,8 @@ package final class AgentService: Sendable {
         peer: () -> PeerProcess = { .unknown(reason: "no connection") }
     ) -> Response {
         switch request {
-        case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey: onItemRequest()
+        case .add, .copyMatching, .update, .delete, .keyOperation, .generateKey, .importSecretServiceItem:
+            onItemRequest()
         default: break
         }
         do {
@@ -116,6 +117,8 @@ package final class AgentService: Sendable {
             case .invalidateContext(let handle):
                 if let process { contexts.invalidate(handle, of: process) }
                 return .ok(nil)
+            case .importSecretServiceItem(let dictionary):
+                return .ok(try importSecretServiceItem(dictionary, caller: caller))
             case .status:
                 return .ok(statusValue())
             case .create(let password, let options):

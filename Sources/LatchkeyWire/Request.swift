@@ -40,6 +40,8 @@ package enum Opcode: UInt8, Sendable, CaseIterable {
     case backup = 0x26
     /// The keychain password, a backup key and one step of a restore (docs/PROTOCOL.md "restore").
     case restore = 0x27
+    /// One Secret Service item to copy into the keychain (`latchkey migrate`).
+    case importSecretServiceItem = 0x28
     /// pam_latchkey: a master key derived from the login password, and the device factor.
     case keyHandoff = 0x30
     /// pam_latchkey: a login session opened.
@@ -124,6 +126,10 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     /// Opcode 0x27: one step of a restore (`"step"`: `"begin"`, `"data"`, `"check"` or `"commit"`). The
     /// password and key are given with `"begin"` and empty otherwise; docs/PROTOCOL.md "restore".
     case restore(password: SecretBytes, key: SecretBytes, options: SecDictionary)
+    /// Opcode 0x28: one Secret Service item read from another provider, to store as the D-Bus `CreateItem`
+    /// would (its collection, label, attributes, secret and content type, and what to do with an item
+    /// of the same attributes; docs/PROTOCOL.md "importSecretServiceItem").
+    case importSecretServiceItem(SecDictionary)
     /// Opcode 0x30: master key (32 bytes) and device factor (32 bytes, or nil when the sender has none).
     case keyHandoff(masterKey: SecretBytes, deviceFactor: SecretBytes?)
     /// Opcode 0x31: a session token (16 bytes) chosen by pam_latchkey.
@@ -186,6 +192,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .authorizeGroups: .authorizeGroups
         case .backup: .backup
         case .restore: .restore
+        case .importSecretServiceItem: .importSecretServiceItem
         case .keyHandoff: .keyHandoff
         case .sessionOpen: .sessionOpen
         case .sessionClose: .sessionClose
@@ -203,7 +210,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case (.evaluateContext(let x), .evaluateContext(let y)): x == y
         case (.invalidateContext(let x), .invalidateContext(let y)): x == y
         case (.add(let x), .add(let y)), (.copyMatching(let x), .copyMatching(let y)), (.delete(let x), .delete(let y)),
-            (.keyOperation(let x), .keyOperation(let y)), (.generateKey(let x), .generateKey(let y)):
+            (.keyOperation(let x), .keyOperation(let y)), (.generateKey(let x), .generateKey(let y)),
+            (.importSecretServiceItem(let x), .importSecretServiceItem(let y)):
             x == y
         case (.update(let q1, let a1), .update(let q2, let a2)): q1 == q2 && a1 == a2
         case (.create(let p1, let o1), .create(let p2, let o2)): p1.constantTimeEquals(p2) && o1 == o2
@@ -227,7 +235,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
     /// agent calls it once the response is sent. See `SecValue.wipeDataInPlace()`.
     package func wipeItemData() {
         switch self {
-        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d),
+            .importSecretServiceItem(let d):
             SecValue.dictionary(d).wipeDataInPlace()
         case .update(let query, let attributes):
             SecValue.dictionary(query).wipeDataInPlace()
@@ -252,7 +261,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .hello, .status:
             break
-        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d),
+            .importSecretServiceItem(let d):
             ValueCodec.encode(.dictionary(d), into: &out)
         case .update(let query, let attributes):
             ValueCodec.encode(.dictionary(query), into: &out)
@@ -297,7 +307,8 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         let secretHeader = 4
         return switch self {
         case .hello, .status: header
-        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d):
+        case .add(let d), .copyMatching(let d), .delete(let d), .keyOperation(let d), .generateKey(let d),
+            .importSecretServiceItem(let d):
             header + ValueCodec.encodedSize(.dictionary(d))
         case .update(let q, let a):
             header + ValueCodec.encodedSize(.dictionary(q)) + ValueCodec.encodedSize(.dictionary(a))
@@ -361,6 +372,7 @@ package enum Request: Sendable, Equatable, CustomStringConvertible {
         case .generateKey: request = .generateKey(try reader.dictionary())
         case .evaluateContext: request = .evaluateContext(try reader.dictionary())
         case .invalidateContext: request = .invalidateContext(handle: Array(try reader.bytes(contextHandleLength)))
+        case .importSecretServiceItem: request = .importSecretServiceItem(try reader.dictionary())
         case .update:
             let query = try reader.dictionary()
             request = .update(query: query, attributes: try reader.dictionary())

@@ -40,6 +40,7 @@ struct LatchkeyCLI: ParsableCommand {
             DumpKeychain.self,
             ImportCommand.self,
             ExportCommand.self,
+            MigrateCommand.self,
             FindCertificate.self,
             FindIdentity.self,
             FindKey.self,

@@ -35,6 +35,10 @@ final class MessageTests: XCTestCase {
                 options: ["step": .string("begin"), "size": .int(1000)]),
             .restore(
                 password: secret(""), key: secret(""), options: ["step": .string("data"), "bytes": .data([1, 2])]),
+            .importSecretServiceItem([
+                "label": .string("Mail ✓"), "attributes": .array([.string("service"), .string("mail")]),
+                "secret": .data([0xFF, 0x00]), "contentType": .string("application/octet-stream"),
+            ]),
             .keyHandoff(
                 masterKey: SecretBytes(copying: [UInt8](repeating: 1, count: 32)),
                 deviceFactor: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),

@@ -60,6 +60,14 @@ package enum Seeds {
             ("update-genp", .update(query: genpQuery, attributes: changes)),
             ("delete-genp", .delete(genpQuery)),
             ("generate-key", .generateKey(generateKey)),
+            (
+                "import-secret-service-item",
+                .importSecretServiceItem([
+                    "label": .string("Mail"), "attributes": .array([.string("service"), .string("mail")]),
+                    "secret": .data(Array("pw".utf8)), "contentType": .string("text/plain"),
+                    "collection": .string("Work"), "onConflict": .string("keep"), "dryRun": .bool(true),
+                ])
+            ),
             ("key-operation", .keyOperation(keyOperation)),
             ("create", .create(password: password, options: ["argon2.t": .int(1), "argon2.m": .int(8192)])),
             ("unlock", .unlock(password: password)),
