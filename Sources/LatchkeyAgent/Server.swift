@@ -168,7 +168,8 @@ package final class AgentServer: @unchecked Sendable {
                     connection.standing == .confirmed
                     ? connection.identity.started.map { ContextOwner(pid: connection.identity.pid, started: $0) } : nil
                 response = service.handle(
-                    request, caller: decided, authorization: &connection.authorization, upload: &connection.restoreUpload,
+                    request, caller: decided, authorization: &connection.authorization,
+                    upload: &connection.restoreUpload,
                     process: process,
                     clientGone: { Self.hasHungUp(fd) }
                 ) {

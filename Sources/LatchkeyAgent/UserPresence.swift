@@ -124,7 +124,11 @@ package final class UserPresence: Sendable {
             description: Self.description(requirement, caller: caller, applicationPassword: true), pid: caller.pid,
             question: "Application password:")
         try run(job, clientGone: clientGone)
-        guard let password = monitor.locked({ () -> SecretBytes? in defer { job.answer = nil }; return job.answer })
+        guard
+            let password = monitor.locked({ () -> SecretBytes? in
+                defer { job.answer = nil }
+                return job.answer
+            })
         else {
             throw SecError(SecStatus.userCanceled, "no application password was given")
         }
@@ -143,7 +147,12 @@ package final class UserPresence: Sendable {
             throw error.status == SecStatus.authFailed
                 ? SecError(SecStatus.interactionNotAllowed, "the PIN prompt could not be shown") : error
         }
-        guard let pin = monitor.locked({ () -> SecretBytes? in defer { job.answer = nil }; return job.answer }) else {
+        guard
+            let pin = monitor.locked({ () -> SecretBytes? in
+                defer { job.answer = nil }
+                return job.answer
+            })
+        else {
             throw SecError(SecStatus.interactionNotAllowed, "the prompter gave no PIN")
         }
         return pin
