@@ -26,6 +26,9 @@ SYSCONFDIR ?= /etc
 PAM_LIBDIR := $(shell pkg-config --variable=libdir pam 2>/dev/null)
 SECUREDIR ?= $(if $(PAM_LIBDIR),$(PAM_LIBDIR),/lib)/security
 # pam-auth-update (Debian, Ubuntu) reads profiles only here; empty where there is no pam-auth-update.
+# Whether pam-auth-update enables the profile by itself: only the Debian package says yes (its
+# postinst runs pam-auth-update); a hand installation is enabled by hand (pam-auth-update --enable).
+PAMDEFAULT ?= no
 PAMCONFIGDIR ?= $(if $(wildcard /usr/sbin/pam-auth-update),/usr/share/pam-configs,)
 DBUSSERVICEDIR ?= $(DATADIR)/dbus-1/services
 SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
@@ -80,6 +83,8 @@ install:
 		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(SYSCONFDIR)/pam.d
 	$(INSTALL) -m 0755 $(SWIFT_BIN)/latchkey $(DESTDIR)$(BINDIR)/latchkey
 	$(INSTALL) -m 0755 $(SWIFT_BIN)/latchkeyd $(DESTDIR)$(AGENT)
+	@# Earlier installations put the agent on PATH, beside latchkey, where the library would find it first.
+	rm -f $(DESTDIR)$(BINDIR)/latchkeyd
 	$(INSTALL) -m 0644 $(PAM_BUILD)/pam_latchkey.so $(DESTDIR)$(SECUREDIR)/pam_latchkey.so
 	$(INSTALL) -m 0644 man/latchkey.1 $(DESTDIR)$(MANDIR)/man1/latchkey.1
 	$(INSTALL) -m 0644 man/latchkeyd.8 man/pam_latchkey.8 $(DESTDIR)$(MANDIR)/man8/
@@ -99,7 +104,12 @@ install:
 	done
 	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/latchkeyd.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/latchkeyd.service
 	$(INSTALL) -m 0644 contrib/latchkey.portal $(DESTDIR)$(PORTALDIR)/latchkey.portal
-	$(INSTALL) -m 0644 contrib/applications.d/xdg-desktop-portal.conf $(DESTDIR)$(APPLICATIONSDIR)/
+	@# The application files are the administrator's (a narrowed or removed grant stays as it is).
+	@if [ -z "$(DESTDIR)" ] && [ -e $(APPLICATIONSDIR)/xdg-desktop-portal.conf ]; then \
+		echo "keeping $(APPLICATIONSDIR)/xdg-desktop-portal.conf"; \
+	else \
+		$(INSTALL) -m 0644 contrib/applications.d/xdg-desktop-portal.conf $(DESTDIR)$(APPLICATIONSDIR)/; \
+	fi
 	$(INSTALL) -m 0644 README.md $(DESTDIR)$(DOCDIR)/
 	$(INSTALL) -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/
 	$(INSTALL) -m 0644 contrib/portals.conf contrib/pam.d/README $(DESTDIR)$(DOCDIR)/examples/
@@ -109,7 +119,8 @@ install:
 	$(INSTALL) -m 0755 contrib/dbus/latchkey-file-prompter $(DESTDIR)$(DOCDIR)/examples/
 	@if [ -n "$(PAMCONFIGDIR)" ]; then \
 		$(INSTALL) -d $(DESTDIR)$(PAMCONFIGDIR) && \
-		$(INSTALL) -m 0644 contrib/pam-auth-update/latchkey $(DESTDIR)$(PAMCONFIGDIR)/latchkey && \
+		sed -e 's/^Default: .*/Default: $(PAMDEFAULT)/' contrib/pam-auth-update/latchkey \
+			> $(DESTDIR)$(PAMCONFIGDIR)/latchkey && chmod 0644 $(DESTDIR)$(PAMCONFIGDIR)/latchkey && \
 		echo "installed $(PAMCONFIGDIR)/latchkey: enable it with pam-auth-update --enable latchkey"; \
 	fi
 	@# The user-check stack is the administrator's to change: a hand installation keeps one already there.
@@ -125,11 +136,18 @@ install:
 # machine secret: removing it closes every ThisDeviceOnly item of every user). Disable the PAM
 # profile first (pam-auth-update --remove latchkey). Users' keychains are never touched.
 uninstall:
+	@# Take the module out of /etc/pam.d/common-* before its file goes.
+	@if [ -z "$(DESTDIR)" ] && [ -n "$(PAMCONFIGDIR)" ] && command -v pam-auth-update >/dev/null; then \
+		pam-auth-update --package --remove latchkey; \
+	fi
 	rm -f $(DESTDIR)$(BINDIR)/latchkey $(DESTDIR)$(AGENT) $(DESTDIR)$(SECUREDIR)/pam_latchkey.so \
 		$(DESTDIR)$(MANDIR)/man1/latchkey.1 $(DESTDIR)$(MANDIR)/man8/latchkeyd.8 \
 		$(DESTDIR)$(MANDIR)/man8/pam_latchkey.8 \
 		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/latchkeyd.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/latchkeyd.service \
-		$(DESTDIR)$(PORTALDIR)/latchkey.portal $(DESTDIR)$(APPLICATIONSDIR)/xdg-desktop-portal.conf
+		$(DESTDIR)$(PORTALDIR)/latchkey.portal
+	@# The application file only as installed: an administrator's change stays.
+	@if cmp -s contrib/applications.d/xdg-desktop-portal.conf $(DESTDIR)$(APPLICATIONSDIR)/xdg-desktop-portal.conf; \
+	then rm -f $(DESTDIR)$(APPLICATIONSDIR)/xdg-desktop-portal.conf; fi
 	if [ -n "$(PAMCONFIGDIR)" ]; then rm -f $(DESTDIR)$(PAMCONFIGDIR)/latchkey; fi
 	dst=$(DESTDIR)$(DBUSSERVICEDIR)/org.freedesktop.secrets.service; \
 	if grep -q '^Exec=.*/latchkeyd ' $$dst 2>/dev/null; then rm -f $$dst; fi

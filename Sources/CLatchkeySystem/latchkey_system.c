@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -254,4 +255,8 @@ int latchkey_socket_next_writer(int fd, int32_t *pid) {
     }
     errno = ENODATA;
     return -1;
+}
+
+int latchkey_secure_execution(void) {
+    return getauxval(AT_SECURE) != 0;
 }

@@ -1,3 +1,4 @@
+import CLatchkeySystem
 import LatchkeySystem
 import LatchkeyTransport
 import LatchkeyWire
@@ -99,8 +100,13 @@ enum AgentLauncher {
     /// `$LATCHKEYD`; else `latchkeyd` next to the running executable (a build directory);
     /// else `../libexec/latchkey/latchkeyd` from it (`/usr/bin/latchkey` finds the package's agent);
     /// else the installed agents, for an application anywhere that links the library; else PATH.
+    /// Every candidate but `$LATCHKEYD` must be one nobody else could have put there
+    /// (`trustedExecutable`): a program run from `/tmp/x/` would otherwise start whatever another user
+    /// left at `/tmp/libexec/latchkey/latchkeyd`, as the user running it. In a setuid or file-capability
+    /// program (`AT_SECURE`) the environment chooses nothing: neither `$LATCHKEYD` nor PATH is read.
     static func agentExecutable() -> String? {
-        if let path = Environment.value("LATCHKEYD") {
+        let secure = latchkey_secure_execution() != 0
+        if !secure, let path = Environment.value("LATCHKEYD") {
             return access(path, X_OK) == 0 ? path : nil
         }
         var candidates: [String] = []
@@ -117,10 +123,42 @@ enum AgentLauncher {
             }
         }
         candidates += installedAgents
-        for directory in (Environment.value("PATH") ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") {
+        let path = secure ? nil : Environment.value("PATH")
+        // A relative PATH entry would name a file relative to wherever the program was started.
+        for directory in (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") where directory.hasPrefix("/") {
             candidates.append(String(directory) + "/latchkeyd")
         }
-        return candidates.first { access($0, X_OK) == 0 }
+        for candidate in candidates where access(candidate, X_OK) == 0 {
+            if let trusted = trustedExecutable(candidate) { return trusted }
+        }
+        return nil
+    }
+
+    /// `path` resolved, if it is a regular file owned by root or by this user that group and others
+    /// cannot write, in directories owned by root or this user that nobody else can change (a
+    /// world-writable one only if sticky, as /tmp is): pam_latchkey's `lk_agent_trusted` (pam/handoff.c),
+    /// for the user's own processes. nil otherwise.
+    static func trustedExecutable(_ path: String, euid: uid_t = geteuid()) -> String? {
+        guard let resolvedPointer = realpath(path, nil) else { return nil }
+        let resolved = String(cString: resolvedPointer)
+        free(resolvedPointer)
+        func trusted(_ path: String, directory: Bool) -> Bool {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return false }
+            let kind = info.st_mode & S_IFMT
+            guard directory ? kind == S_IFDIR : kind == S_IFREG else { return false }
+            guard info.st_uid == 0 || info.st_uid == euid else { return false }
+            if info.st_mode & (S_IWGRP | S_IWOTH) == 0 { return true }
+            return directory && info.st_mode & S_ISVTX != 0
+        }
+        guard trusted(resolved, directory: false) else { return nil }
+        var directory = resolved
+        while let slash = directory.lastIndex(of: "/") {
+            directory = slash == directory.startIndex ? "/" : String(directory[..<slash])
+            guard trusted(directory, directory: true) else { return nil }
+            if directory == "/" { break }
+        }
+        return resolved
     }
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R)

@@ -309,7 +309,28 @@ package final class UserPresence: Sendable {
     private func biometryConfigured() -> Bool {
         var info = stat()
         let path = (directory ?? "/etc/pam.d") + "/" + Self.biometryService
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 65_536 else { return false }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 65_536)
+        let count = read(fd, &bytes, bytes.count)
+        guard count >= 0 else { return false }
+        return Self.hasOwnAuthLine(String(decoding: bytes[..<count], as: UTF8.self))
+    }
+
+    /// Whether a service file has an `auth` line of its own. Linux-PAM runs the `other` stack (often the
+    /// password, sometimes pam_permit) for a service whose file has none, an empty or commented-out one
+    /// too, and that must never stand for biometry; an `include` or `substack` could lead anywhere, so
+    /// it does not count either.
+    static func hasOwnAuthLine(_ text: String) -> Bool {
+        text.split(whereSeparator: \.isNewline).contains { line in
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard let type = words.first, type == "auth" || type == "-auth", words.count >= 3 else { return false }
+            let control = words[1]
+            // `[value=action ...]` jumps within the stack; it cannot include another.
+            return control.hasPrefix("[") || (control != "include" && control != "substack")
+        }
     }
 
     /// The prompt's text: which program asks, what it wants to do with which items (or that it needs
@@ -356,7 +377,9 @@ package final class UserPresence: Sendable {
             }
         if total > 1 { noun += "s" }
         let names = requirement.names.map { name in
-            let shown = printable(name.name, limit: 120)
+            // Its own quotation marks would let a name seem to end early and the rest read as ours.
+            let shown = printable(name.name, limit: 120).map { "\u{201C}\u{201D}\u{201E}\"«»".contains($0) ? "'" : $0 }
+                .reduce(into: "") { $0.append($1) }
             return "\u{201C}\(shown.isEmpty ? "(no name)" : shown)\u{201D}"
         }
         var list = names.joined(separator: ", ")

@@ -30,9 +30,23 @@ package enum ApplicationPassword {
     /// fraction of a second each) rather than add up their memory.
     private static let derivations = Locked(())
 
+    /// Derivations waiting or running at once; more are refused at once (errSecAllocate) rather than
+    /// queued, so that one program's queries cannot hold every request thread of the agent.
+    static let maximumWaitingDerivations = 8
+    private static let waiting = Locked(0)
+
     /// Runs `body`, which derives, when no other derivation of an application password runs.
     static func derivingOneAtATime<T>(_ body: () throws(SecError) -> T) throws(SecError) -> T {
-        try derivations.withLock { () throws(SecError) -> T in try body() }
+        let admitted = waiting.withLock { count -> Bool in
+            guard count < maximumWaitingDerivations else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            throw SecError(SecStatus.allocate, "too many application-password derivations are waiting")
+        }
+        defer { waiting.withLock { $0 -= 1 } }
+        return try derivations.withLock { () throws(SecError) -> T in try body() }
     }
 
     /// Refuses `.applicationPassword` where it is not applied: only passwords (generic and internet)
@@ -145,7 +159,11 @@ package enum ApplicationPassword {
         }
         let parameters = Argon2Parameters(
             timeCost: number(at: 5), memoryKiB: number(at: 9), parallelism: number(at: 13))
-        guard (try? parameters.validate()) != nil, parameters.isWithinDerivationLimits else {
+        // Boxes are made with `parameters`; anything much dearer came from elsewhere (a restored or
+        // damaged row) and would make every read of the item hold the agent's one derivation.
+        guard (try? parameters.validate()) != nil, parameters.timeCost <= 4, parameters.memoryKiB <= 131_072,
+            parameters.parallelism <= 4
+        else {
             throw SecError(SecStatus.decode, "the item's application-password box has parameters beyond the limits")
         }
         return Derivation(salt: Array(box[17..<headerLength]), parameters: parameters)

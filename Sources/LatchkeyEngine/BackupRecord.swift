@@ -128,7 +128,13 @@ enum BackupChunk {
         }
         var records: [BackupRecord] = []
         records.reserveCapacity(values.count)
-        for entry in values { records.append(try BackupRecord(decoding: entry)) }
+        do {
+            for entry in values { records.append(try BackupRecord(decoding: entry)) }
+        } catch {
+            // The records decoded so far share the value's buffers: wipe the chunk's secrets before failing.
+            value.wipeDataInPlace()
+            throw error
+        }
         return (records, state)
     }
 }

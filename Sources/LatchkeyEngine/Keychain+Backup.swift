@@ -75,7 +75,9 @@ extension Keychain {
                         "the \(protection.displayName) items are locked: unlock the keychain before a backup")
                 }
                 let item = try ItemSealer.open(row, keys: keys)
-                let secret = try ItemSealer.openSecret(item)
+                // As stored: an item sealed under an application password stays in its box (docs/BACKUP.md
+                // §1), read back with the same password; opening it would need that password here.
+                let secret = try ItemSealer.openStoredSecret(item)
                 let record = BackupRecord(item, secret: secret).encoded
                 pendingSize += ValueCodec.encodedSize(record)
                 pending.append(record)

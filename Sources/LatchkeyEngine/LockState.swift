@@ -54,6 +54,11 @@ final class LockState: @unchecked Sendable {
         try mutex.locked { () throws(SecError) -> T in try body(try store(), keys) }
     }
 
+    /// `withStore`, with the lock count (`dropCount`) read under the same hold.
+    func withStoreCountingLocks<T>(_ body: (Store, KeyState, UInt64) throws(SecError) -> T) throws(SecError) -> T {
+        try mutex.locked { () throws(SecError) -> T in try body(try store(), keys, drops) }
+    }
+
     /// How many times keys were dropped so far (a lock, a replaced keybag).
     func dropCount() -> UInt64 {
         mutex.withLock { drops }
@@ -267,7 +272,9 @@ final class LockState: @unchecked Sendable {
     func lock(all: Bool) -> Bool {
         let dropped = mutex.withLock { () -> Bool in
             let dropped = keys.drop(all: all)
-            if dropped { drops &+= 1 }
+            // Every lock counts, a no-op one too: what a user check granted (an evaluated LAContext, a
+            // Secret Service unlock) ends at any lock, even when the keys it needed were gone already.
+            drops &+= 1
             return dropped
         }
         if dropped { notifyChanged() }

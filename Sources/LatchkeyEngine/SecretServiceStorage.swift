@@ -16,10 +16,10 @@ extension Keychain {
         _ body: (SecretServiceStorage) throws -> T
     ) throws(SecError) -> T {
         let admitted = try gate.admit(request)
-        return try lockState.withStore { (store, keys) throws(SecError) -> T in
+        return try lockState.withStoreCountingLocks { (store, keys, locks) throws(SecError) -> T in
             let storage = SecretServiceStorage(
                 store: store, keys: keys, admitted: admitted, scope: gate.scope(for: admitted.caller),
-                userChecks: userChecks)
+                userChecks: userChecks, lockCount: locks)
             do {
                 if reading {
                     // Usually there is nothing to re-index: then the check shares the read transaction.
@@ -53,6 +53,8 @@ package struct SecretServiceStorage {
     /// The user checks the calling bus client passed (nil: none); an item whose access control needs a
     /// check is locked for it unless one covers the item.
     var userChecks: UserCheckGrants.Client? = nil
+    /// The keychain's lock count now: a grant made before a later lock covers nothing.
+    var lockCount: UInt64 = 0
 
     /// HKDF label of the key that seals the service state (docs/SECRET-SERVICE.md §4).
     static let stateKeyInfo = Array("latchkey secret-service v1".utf8)
@@ -222,8 +224,15 @@ package struct SecretServiceStorage {
     /// not passed (`userChecks`); nil when it may be read. The Secret Service's one decision about user
     /// presence, made here as `PresenceGate` makes it for SecItem requests (docs/SECRET-SERVICE.md §4c).
     func awaitsUserCheck(_ item: OpenItem) throws(SecError) -> AccessConstraint? {
-        guard let constraint = try item.accessControl()?.constraint else { return nil }
-        if let userChecks, userChecks.grants.covers(item.persistentRef, constraint, client: userChecks.name) {
+        let control = try item.accessControl()
+        // An application password's box (docs/ACCESS-CONTROL.md §8) is never opened or replaced here: no
+        // bus client can bring the password, so such an item stays locked whatever an Unlock passed (a
+        // companion device, which Linux never has, is the check that cannot be satisfied).
+        if control?.flags.contains(.applicationPassword) == true { return control?.constraint ?? .check(.companion) }
+        guard let constraint = control?.constraint else { return nil }
+        if let userChecks,
+            userChecks.grants.covers(item.persistentRef, constraint, client: userChecks.name, lockCount: lockCount)
+        {
             return nil
         }
         return constraint
@@ -232,6 +241,9 @@ package struct SecretServiceStorage {
     /// The secret of an item whose access control needs a user check is not read or changed through the
     /// Secret Service until the client passed it (an `Unlock` of the item): IsLocked until then.
     func refuseUnchecked(_ entry: SecretServiceEntry) throws(SecError) {
+        if try entry.item.accessControl()?.flags.contains(.applicationPassword) == true {
+            throw SecError(SecStatus.interactionNotAllowed, "the item is sealed under an application password")
+        }
         if try awaitsUserCheck(entry.item) != nil {
             throw SecError(SecStatus.interactionNotAllowed, "the item needs a user check (kSecAttrAccessControl)")
         }

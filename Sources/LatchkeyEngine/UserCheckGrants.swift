@@ -26,6 +26,8 @@ package final class UserCheckGrants: Sendable {
     private struct Grant {
         var passed: Set<UserCheckKind>
         var until: ContinuousClock.Instant
+        /// The keychain's lock count before the check began: any lock since ends the grant.
+        var lockCount: UInt64
     }
     private let grants = Locked([String: [[UInt8]: Grant]]())
 
@@ -40,11 +42,12 @@ package final class UserCheckGrants: Sendable {
     /// Unlocks `items` for `client` until the reuse window ends; false (nothing granted) past the cap.
     @discardableResult
     package func grant(
-        _ items: [[UInt8]], passed: Set<UserCheckKind>, to client: String, now: ContinuousClock.Instant = .now
+        _ items: [[UInt8]], passed: Set<UserCheckKind>, to client: String, lockCount: UInt64,
+        now: ContinuousClock.Instant = .now
     ) -> Bool {
         grants.withLock { grants in
             var mine = grants[client] ?? [:]
-            for item in items { mine[item] = Grant(passed: passed, until: now + window) }
+            for item in items { mine[item] = Grant(passed: passed, until: now + window, lockCount: lockCount) }
             guard mine.count <= Self.maximumPerClient else { return false }
             grants[client] = mine
             return true
@@ -53,10 +56,13 @@ package final class UserCheckGrants: Sendable {
 
     /// Whether `client` holds a grant for `item` that satisfies `constraint` now.
     func covers(
-        _ item: [UInt8], _ constraint: AccessConstraint, client: String, now: ContinuousClock.Instant = .now
+        _ item: [UInt8], _ constraint: AccessConstraint, client: String, lockCount: UInt64,
+        now: ContinuousClock.Instant = .now
     ) -> Bool {
         grants.withLock { grants in
-            guard let grant = grants[client]?[item], now < grant.until else { return false }
+            guard let grant = grants[client]?[item], now < grant.until, grant.lockCount == lockCount else {
+                return false
+            }
             return constraint.isSatisfied(by: grant.passed)
         }
     }

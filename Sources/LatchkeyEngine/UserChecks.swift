@@ -96,6 +96,8 @@ package final class UserCheckSession: Sendable {
         /// beyond it, and the keys derived from it, by item.
         var applicationPassword: SecretBytes?
         var applicationKeys: [[UInt8]: SecretBytes] = [:]
+        /// Application-password derivations made for this request, over all its rounds.
+        var derivations = 0
     }
     private let state = Locked(State())
 
@@ -130,6 +132,16 @@ package final class UserCheckSession: Sendable {
             throw .param(
                 "more than \(ApplicationPassword.maximumBoxesPerRequest) items sealed under an application "
                     + "password in one request: narrow the query")
+        }
+        // Counted over the request's rounds too: a repeat must not derive another 16.
+        let admitted = state.withLock { state -> Bool in
+            state.derivations += requirement.boxes.count
+            return state.derivations <= ApplicationPassword.maximumBoxesPerRequest
+        }
+        guard admitted else {
+            throw .param(
+                "more than \(ApplicationPassword.maximumBoxesPerRequest) derivations of an application password "
+                    + "in one request: narrow the query")
         }
         var keys: [[UInt8]: SecretBytes] = [:]
         for box in requirement.boxes where keys[box.item] == nil {

@@ -104,13 +104,16 @@ final class PromptObject: SecretServiceObject {
         let cancellation = PromptCancellation()
         prompt.cancellation = cancellation
         let policy = service.policy, connection = service.connection, log = service.log
+        // Taken before the check: a lock while the user is asked ends what the check grants.
+        let locks = service.keychain.lockCount()
         let started = startDetachedThread {
             let outcome: PinentryPrompter.Outcome
             do throws(SecError) {
                 let passed = try policy.checkUserPresence(requirement, for: caller) { cancellation.isCancelled }
                 outcome = .accepted
                 connection.perform { bus in
-                    guard service.userChecks.grant(requirement.items, passed: passed, to: owner) else {
+                    guard service.userChecks.grant(requirement.items, passed: passed, to: owner, lockCount: locks)
+                    else {
                         service.finish(n, .failed("the client holds too many unlocked items"), bus)
                         return
                     }

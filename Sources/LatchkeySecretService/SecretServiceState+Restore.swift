@@ -18,7 +18,9 @@ extension SecretServiceState {
         }
         for collection in incoming.collections where state.collection(collection.id) == nil {
             // Ids become object paths and labels go to clients: the same rules as CreateCollection's.
-            guard (try? SecretServiceKeychain.validateIdentifier(collection.id, "collection")) != nil,
+            // `session` is the in-memory collection's: a stored one of that id would hide behind it.
+            guard collection.id != SessionCollection.id,
+                (try? SecretServiceKeychain.validateIdentifier(collection.id, "collection")) != nil,
                 collection.label.utf8.count <= SecretServiceLimits.maxStringBytes
             else { return nil }
             state.collections.append(collection)

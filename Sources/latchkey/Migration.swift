@@ -167,7 +167,7 @@ struct Migration {
         let number = counts.done + 1
         return Stop(
             message: "migrate: stopped at item \(number) of \(total) (\(item), collection "
-                + "\(quoted(plan.collection.label))): \(why)\n"
+                + "\(quoted(plan.collection.label))): \(Self.printable(why))\n"
                 + "latchkey: \(counts.done) item(s) done before it; run the same command again to continue")
     }
 
@@ -184,7 +184,17 @@ struct Migration {
         }
     }
 
-    private func quoted(_ text: String) -> String { text.debugDescription }
+    /// `text` quoted, without control or format characters (C1 controls, bidirectional overrides): the
+    /// provider chose it, and it goes to the user's terminal.
+    private func quoted(_ text: String) -> String { Self.printable(text).debugDescription }
+
+    static func printable(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.filter {
+                    $0.properties.generalCategory != .control && $0.properties.generalCategory != .format
+                }))
+    }
 
     /// Attributes as `{"name": "value", ...}`, sorted by name bytes.
     private func describe(_ attributes: [(name: String, value: String)]) -> String {

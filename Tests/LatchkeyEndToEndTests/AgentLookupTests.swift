@@ -32,6 +32,43 @@ final class AgentLookupTests: AgentTestCase {
         XCTAssertEqual(try executable(of: pid), agent)
     }
 
+    /// Another user may write in /tmp: a program run from `/tmp/x/` must not start what they left at
+    /// `/tmp/libexec/latchkey/latchkeyd` (or `/tmp/x/latchkeyd`). Only files nobody else could have
+    /// put there are candidates, as pam_latchkey requires of its agent.
+    func testOnlyAnAgentNobodyElseCouldHavePlacedIsStarted() throws {
+        let base = Self.binDirectory + "/lookup-trust-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let agent = base + "/libexec/latchkey/latchkeyd"
+        try place(Self.binDirectory + "/latchkeyd", at: agent)
+        chmod(agent, 0o755)
+        XCTAssertEqual(AgentLauncher.trustedExecutable(agent), agent)
+
+        let link = base + "/link-to-agent"
+        XCTAssertEqual(symlink(agent, link), 0)
+        XCTAssertEqual(AgentLauncher.trustedExecutable(link), agent, "checked and started as resolved")
+
+        chmod(base + "/libexec", 0o777)
+        XCTAssertNil(AgentLauncher.trustedExecutable(agent), "a directory anyone can change")
+        chmod(base + "/libexec", 0o1777)
+        XCTAssertEqual(AgentLauncher.trustedExecutable(agent), agent, "sticky, as /tmp")
+        chmod(base + "/libexec", 0o755)
+
+        let copy = base + "/libexec/latchkey/writable"
+        try FileManager.default.copyItem(atPath: agent, toPath: copy)
+        chmod(copy, 0o775)
+        XCTAssertNil(AgentLauncher.trustedExecutable(copy), "a file its group can write")
+        chmod(copy, 0o755)
+        XCTAssertEqual(AgentLauncher.trustedExecutable(copy), copy)
+
+        if geteuid() == 0 {
+            XCTAssertEqual(chown(copy, 65534, 65534), 0)
+            XCTAssertNil(AgentLauncher.trustedExecutable(copy), "another user's file")
+            XCTAssertEqual(chown(base + "/libexec", 65534, 65534), 0)
+            XCTAssertNil(AgentLauncher.trustedExecutable(agent), "in another user's directory")
+        }
+        XCTAssertNil(AgentLauncher.trustedExecutable(base + "/absent"))
+    }
+
     /// A hard link of `source` at `path` (a copy where linking fails), its directories created.
     private func place(_ source: String, at path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent

@@ -219,6 +219,42 @@ final class BackupTests: AgentTestCase {
         }
     }
 
+    /// An item sealed under an application password (docs/ACCESS-CONTROL.md §8) is backed up in its box,
+    /// without its password, and opens with the same password after a restore. It must not stop the
+    /// backup: any program can add one, and a backup that needed every such password would fail.
+    func testAnApplicationPasswordItemTravelsInItsBox() throws {
+        try createKeychain()
+        func context() -> LAContext {
+            let context = LAContext()
+            XCTAssertTrue(context.setCredential(Data("open sesame".utf8), type: .applicationPassword))
+            return context
+        }
+        var error: Unmanaged<CFError>?
+        let control = try XCTUnwrap(
+            SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, &error))
+        add(
+            genp("boxed").merging([
+                kSecAttrAccessControl: control, kSecValueData: Data("inside".utf8),
+                kSecUseAuthenticationContext: context(),
+            ]) { $1 })
+        add(genp("plain").merging([kSecValueData: Data("p".utf8)]) { $1 })
+        let file = work + "/boxed.lkbackup"
+        let made = try backup(file)
+        XCTAssertEqual(made.status, 0, made.err)
+        try moveToAnotherKeychain(password: "other")
+        let restored = try restore(file, [], password: "other")
+        XCTAssertEqual(restored.status, 0, restored.err)
+        XCTAssertEqual(data("plain"), "p")
+        var query = genp("boxed")
+        query[kSecReturnData] = true
+        query[kSecUseAuthenticationUI] = kSecUseAuthenticationUIFail
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching(query as NSDictionary, &result), errSecInteractionNotAllowed)
+        query[kSecUseAuthenticationContext] = context()
+        XCTAssertEqual(SecItemCopyMatching(query as NSDictionary, &result), errSecSuccess)
+        XCTAssertEqual((result as? Data).map { String(decoding: $0, as: UTF8.self) }, "inside")
+    }
+
     func testDuplicatesAreReplacedSkippedOrFailTheRestoreUnderNoUI() throws {
         try createKeychain()
         for name in ["a", "b"] { add(genp(name).merging([kSecValueData: Data("backup \(name)".utf8)]) { $1 }) }

@@ -74,3 +74,7 @@ int latchkey_socket_pass_credentials(int fd);
  * looked at with MSG_PEEK, so the byte stays for the reader. Never waits. Returns 1 with `*pid` set,
  * 0 at end of file, -1 with errno (EAGAIN: nothing waits; ENODATA: no credentials came with it). */
 int latchkey_socket_next_writer(int fd, int32_t *pid);
+
+/* Whether this process runs with raised privilege (setuid, setgid or file capabilities: the kernel's
+ * AT_SECURE), in which case its environment must choose no program to run. 1 or 0. */
+int latchkey_secure_execution(void);
