@@ -285,12 +285,14 @@ public final class LAContext: NSObject, @unchecked Sendable {
     /// What a SecItem dictionary that carries this context also says: `interactionNotAllowed` is
     /// `kSecUseAuthenticationUIFail` unless the call asked to skip; `localizedReason` the operation
     /// prompt unless the call gave one.
-    func applyUse(to dictionary: inout SecDictionary) {
+    func applyUse(to dictionary: inout SecDictionary, withPassword: Bool = true) {
         let (noUI, reason, password) = state.withLock {
             ($0.interactionNotAllowed, $0.localizedReason, $0.applicationPassword)
         }
         // Data like the item's own data: the request's bytes are wiped once sent (docs/PROTOCOL.md §3).
-        if let password { dictionary[SecKeys.useApplicationPassword] = .data(password.withUnsafeBytes { Array($0) }) }
+        if withPassword, let password {
+            dictionary[SecKeys.useApplicationPassword] = .data(password.withUnsafeBytes { Array($0) })
+        }
         if noUI && dictionary[SecKeys.useAuthenticationUI] != .string(SecKeys.useAuthenticationUISkip) {
             dictionary[SecKeys.useAuthenticationUI] = .string(SecKeys.useAuthenticationUIFail)
         }

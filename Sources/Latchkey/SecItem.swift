@@ -12,7 +12,14 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 /// Returns one or more items that match a query (Apple's `SecItemCopyMatching`). A damaged item makes
 /// the call fail with errSecDecode, where securityd skips it and queues it for deletion.
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-    SecItemCall.run(result) { () throws(SecError) in .copyMatching(try ValueBridge.dictionary(query)) }
+    let status = SecItemCall.run(result) { () throws(SecError) in .copyMatching(try ValueBridge.dictionary(query)) }
+    // Keys found with a context use it for their operations (docs/ACCESS-CONTROL.md §7).
+    if status == SecStatus.success, let context = (query as NSDictionary)[kSecUseAuthenticationContext] as? LAContext,
+        let found = result?.pointee
+    {
+        SecItemCall.attach(context, to: found)
+    }
+    return status
 }
 
 /// Modifies every item that matches a query (Apple's `SecItemUpdate`).
@@ -37,6 +44,19 @@ public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMuta
 }
 
 enum SecItemCall {
+    /// Gives `context` to every private key in a result: the key itself, an identity's, a
+    /// dictionary's `kSecValueRef`, in arrays too.
+    static func attach(_ context: LAContext, to object: AnyObject) {
+        switch object {
+        case let key as SecKey: key.authenticationContext = context
+        case let identity as SecIdentity: identity.privateKey.authenticationContext = context
+        case let array as NSArray: for element in array { attach(context, to: element as AnyObject) }
+        case let dictionary as NSDictionary:
+            if let reference = dictionary[kSecValueRef] { attach(context, to: reference as AnyObject) }
+        default: break
+        }
+    }
+
     /// Zeroes the application password an `LAContext` put into the request (`u_AppPwd`), a copy of its
     /// own, once sent. (Other data values may share storage with the caller's objects: left alone.)
     private static func wipeApplicationPassword(_ request: Request) {

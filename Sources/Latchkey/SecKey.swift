@@ -17,6 +17,10 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
     let reference: KeyReference
     /// The key itself, when this process holds it.
     let local: AsymmetricKey?
+    /// The `LAContext` of the query that returned this key (`kSecUseAuthenticationContext`): its
+    /// evaluation serves the key's operations too, as Apple's key reference carries its context.
+    /// Set once, before the key is handed to the caller.
+    nonisolated(unsafe) var authenticationContext: LAContext?
 
     init(local key: AsymmetricKey) {
         local = key

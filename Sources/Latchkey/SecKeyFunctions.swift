@@ -330,6 +330,11 @@ private func agentOperation(
     request[KeyOperation.Field.operation] = .string(operation.rawValue)
     request[KeyOperation.Field.input] = .data(input)
     if let algorithm { request[KeyOperation.Field.algorithm] = .string(algorithm.name) }
+    if let context = key.authenticationContext {
+        request[SecKeys.useAuthenticationContext] = .data(try context.requestHandle())
+        // Its reason and interactionNotAllowed; keys take no application password.
+        context.applyUse(to: &request, withPassword: false)
+    }
     guard case .data(let output)? = try agentCall(.keyOperation(request)) else {
         throw SecError(SecStatus.internalComponent, "the agent returned no result")
     }

@@ -57,6 +57,45 @@ final class AuthenticationContextTests: AccessControlTestCase {
         XCTAssertEqual(prompts, 3)
     }
 
+    /// A key found with a context carries it: its operations are served by the context's evaluation,
+    /// as Apple's key reference carries the context of the query that returned it.
+    func testAKeyFoundWithAContextSignsWithItsEvaluation() throws {
+        var error: Unmanaged<CFError>?
+        let control = SecAccessControlCreateWithFlags(
+            nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, [.privateKeyUsage, .userPresence], &error)
+        _ = try XCTUnwrap(
+            SecKeyCreateRandomKey(
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
+                    kSecPrivateKeyAttrs: [
+                        kSecAttrIsPermanent: true, kSecAttrAccessControl: control!,
+                        kSecAttrApplicationTag: Data("ctx-key".utf8),
+                    ],
+                ]
+                    as CFDictionary, &error), "\(String(describing: error))")
+        try answer("sesame")
+        let context = LAContext()
+        context.touchIDAuthenticationAllowableReuseDuration = 60
+        XCTAssertTrue(evaluate(context).0)
+        XCTAssertEqual(prompts, 1)
+        var found: CFTypeRef?
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassKey, kSecAttrApplicationTag: Data("ctx-key".utf8),
+                    kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecReturnRef: true,
+                    kSecUseAuthenticationContext: context,
+                ] as CFDictionary, &found), errSecSuccess)
+        let key = try XCTUnwrap(found as! SecKey?)
+        let message = Data("hello".utf8) as CFData
+        XCTAssertNotNil(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, &error))
+        XCTAssertNotNil(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, &error))
+        XCTAssertEqual(prompts, 1, "the context's evaluation served both signatures")
+        context.invalidate()
+        XCTAssertNil(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, &error))
+        XCTAssertEqual(prompts, 1, "an invalidated context fails the operation, it does not ask")
+    }
+
     func testEvaluatePolicyAsksOnceAndThenServesEvenWithoutUI() throws {
         addProtected()
         try answer("sesame")
