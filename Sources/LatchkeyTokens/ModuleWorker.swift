@@ -12,6 +12,10 @@ final class ModuleWorker: @unchecked Sendable {
     private let monitor = Monitor()
     /// Guarded by `monitor`.
     private var jobs: [() -> Void] = []
+    /// Guarded by `monitor`: the logouts a keychain lock asked for, by session, run before the next job.
+    /// Not capped by `maximumQueued`: a program that keeps the queue full must not keep a token logged
+    /// in through a screen lock. One entry per session, so it is bounded by the module's sessions.
+    private var logouts: [UInt: () -> Void] = [:]
     /// Guarded by `monitor`: whether the thread is inside a job now, and since when (a hung module).
     private var busySince: ContinuousClock.Instant?
     private let name: String
@@ -57,12 +61,22 @@ final class ModuleWorker: @unchecked Sendable {
         return queued
     }
 
+    /// Queues the logout of `session`, which is never refused and runs before any job still queued.
+    func logout(session: UInt, _ body: @escaping @Sendable () -> Void) {
+        monitor.locked { logouts[session] = body }
+        monitor.broadcast()
+    }
+
     private func loop() {
         while true {
             var job: (() -> Void)?
-            monitor.wait { !jobs.isEmpty }
+            monitor.wait { !jobs.isEmpty || !logouts.isEmpty }
             monitor.locked {
-                job = jobs.removeFirst()
+                if let session = logouts.keys.first {
+                    job = logouts.removeValue(forKey: session)
+                } else {
+                    job = jobs.removeFirst()
+                }
                 busySince = .now
             }
             job?()

@@ -87,7 +87,8 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         let sessions = monitor.locked { state.tokens.values.map { ($0.module, $0.session) } }
         for (index, session) in sessions {
             guard let loaded = module(index) else { continue }
-            loaded.worker.post { loaded.module.logout(session) }
+            // Never dropped, however full the module's queue is (ModuleWorker.logout).
+            loaded.worker.logout(session: UInt(session)) { loaded.module.logout(session) }
         }
     }
 
