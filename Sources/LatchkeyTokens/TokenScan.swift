@@ -65,8 +65,11 @@ enum TokenScan {
             view.items.append(TokenItem(ref: ref, itemClass: .certificate, attributes: attributes, data: der))
             if !ckaID.isEmpty, let certificate = try? X509Certificate(der: der),
                 let keyType = certificateKeyType(certificate),
-                let key = try? TokenAttributes.publicKey(certificate.publicKeyBytes, keyType: keyType)
+                let key = try? TokenAttributes.publicKey(certificate.publicKeyBytes, keyType: keyType),
+                publicKeysByID[ckaID] == nil
             {
+                // The first object with a CKA_ID names its key: a later one (a key another program put
+                // on the token with the same CKA_ID) does not take over the identity's public half.
                 publicKeysByID[ckaID] = key
             }
         }
@@ -79,7 +82,9 @@ enum TokenScan {
             attributes["wrap"] = .int(module.flag(session, object, CK_ATTRIBUTE_TYPE(CKA_WRAP)) ? 1 : 0)
             attributes["drve"] = .int(module.flag(session, object, CK_ATTRIBUTE_TYPE(CKA_DERIVE)) ? 1 : 0)
             finish(&attributes, module, session, object, ckaID: ckaID, common: common)
-            if !ckaID.isEmpty {
+            if !ckaID.isEmpty, publicKeysByID[ckaID] == nil || publicKeysByID[ckaID]?.publicKey == key.publicKey,
+                publicFlags[ckaID] == nil
+            {
                 publicKeysByID[ckaID] = key
                 publicFlags[ckaID] = attributes
             }
