@@ -138,7 +138,7 @@ struct ItemRules {
     /// Apple systems, where an update decrypts the item.
     func update(_ query: ItemQuery, _ changes: AttributeChanges) throws(SecError) {
         let items = try presence.admit(
-            try find(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt)
+            try findForChange(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt)
         guard !items.isEmpty else { throw SecError.notFound }
         do {
             try store.transaction {

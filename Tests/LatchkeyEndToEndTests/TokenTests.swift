@@ -76,6 +76,28 @@ final class TokenTests: TokenTestCase {
             SecItemDelete([kSecClass: kSecClassCertificate, kSecValuePersistentRef: ref] as CFDictionary), errSecParam)
         XCTAssertEqual(tokenItems(kSecClassKey).count, 4)
         XCTAssertEqual(tokenItems(kSecClassKey, [kSecAttrLabel: "renamed"]).count, 0)
+        // A query that does not name tokens changes the stored items it matches, and no token item.
+        var error: Unmanaged<CFError>?
+        XCTAssertNotNil(
+            SecKeyCreateRandomKey(
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
+                    kSecPrivateKeyAttrs: [kSecAttrIsPermanent: true, kSecAttrLabel: "stored"],
+                ] as CFDictionary, &error))
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary,
+                [kSecAttrLabel: "renamed"] as CFDictionary), errSecSuccess)
+        var found: CFTypeRef?
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassKey, kSecAttrLabel: "renamed", kSecMatchLimit: kSecMatchLimitAll,
+                    kSecReturnAttributes: true,
+                ] as CFDictionary,
+                &found), errSecSuccess)
+        XCTAssertEqual((found as? [Any])?.count, 1, "the stored key")
+        XCTAssertEqual(tokenItems(kSecClassKey, [kSecAttrLabel: "renamed"]).count, 0)
     }
 
     func testSignaturesAndDecryptionRunOnTheTokenAndTheOpenSSLToolVerifiesThem() throws {
