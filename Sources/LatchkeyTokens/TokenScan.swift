@@ -34,10 +34,22 @@ enum TokenScan {
         return printable(module) + ":" + printable(own)
     }
 
-    /// Text from a module, without controls, and bounded: it is shown in prompts and listings.
-    static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }).prefix(64))
+    /// Text from a module, without controls (C0, DEL, C1), bidirectional and other format characters or
+    /// line separators, and bounded to `limit` scalars: it is shown in prompts and listings, where a
+    /// right-to-left override or a line break could make one token or key read as another.
+    static func printable(_ text: String, limit: Int = 64) -> String {
+        let kept = text.unicodeScalars.filter { scalar in
+            guard scalar.value >= 0x20, !(0x7F...0x9F).contains(scalar.value) else { return false }
+            switch scalar.properties.generalCategory {
+            case .format, .lineSeparator, .paragraphSeparator, .control: return false
+            default: return true
+            }
+        }
+        return String(String.UnicodeScalarView(kept.prefix(limit)))
     }
+
+    /// The longest label (`labl`) a token object gives its item, in scalars.
+    static let labelLimit = 256
 
     static func scan(
         _ module: PKCS11Module, session: CK_SESSION_HANDLE, slot: CK_SLOT_ID, id: String, info: PKCS11Module.TokenInfo
@@ -175,7 +187,7 @@ enum TokenScan {
         guard let bytes = module.attribute(session, object, CK_ATTRIBUTE_TYPE(CKA_LABEL)), !bytes.isEmpty,
             let text = String(validating: bytes, as: UTF8.self)
         else { return nil }
-        return text
+        return printable(text, limit: labelLimit)
     }
 
     /// The public key an object shows (a public key, or an RSA private key's modulus and exponent), checked.

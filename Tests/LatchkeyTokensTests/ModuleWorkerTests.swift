@@ -52,6 +52,32 @@ final class ModuleWorkerTests: XCTestCase {
     }
 }
 
+extension ModuleWorkerTests {
+    /// A login given up at its deadline never runs late, and lets its PIN go at once.
+    func testAJobGivenUpAtItsDeadlineNeverRunsAndReleasesWhatItHolds() throws {
+        let worker = try XCTUnwrap(ModuleWorker(name: "test"))
+        let release = DispatchSemaphore(value: 0)
+        XCTAssertTrue(worker.post { release.wait() })
+        let order = OrderLog()
+        weak var released: OrderLog?
+        do {
+            let pin = OrderLog()
+            released = pin
+            let rv: Int? = worker.runUnlessLate(timeout: .milliseconds(100)) {
+                pin.append("login")
+                order.append("login")
+                return 0
+            }
+            XCTAssertNil(rv)
+        }
+        XCTAssertNil(released, "the job's captures (the PIN) are gone once its caller gave up")
+        release.signal()
+        XCTAssertTrue(worker.post { order.append("after") })
+        for _ in 0..<200 where order.entries.isEmpty { usleep(10_000) }
+        XCTAssertEqual(order.entries, ["after"], "the login never ran")
+    }
+}
+
 /// What ran, in order, from the worker's thread.
 private final class OrderLog: @unchecked Sendable {
     private let lock = NSLock()
