@@ -15,8 +15,10 @@
  *   - not be traced: a tracer reads and writes the tracee at will;
  *   - have been started without variables that put code or programs of the user's choosing into it:
  *     the dynamic loader's (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT), glibc's iconv modules, OpenSSL's
- *     configuration and modules, and the Swift runtime's crash handler, which runs the program
- *     SWIFT_BACKTRACE names and serves it the crashed process's memory (`kill -SEGV` is enough);
+ *     configuration and modules, the Swift runtime's crash handler, which runs the program
+ *     SWIFT_BACKTRACE names and serves it the crashed process's memory (`kill -SEGV` is enough),
+ *     and the token modules' (OPENSC_CONF names libraries OpenSC loads; OPENSC_DRIVER,
+ *     PCSCLITE_CSOCK_NAME and P11_KIT_SERVER_ADDRESS let another program stand in for a card);
  *   - have nothing executable but root's files: a library the user preloaded still shows there after
  *     it erased its variable from the environment block, and so does code patched into a text page
  *     (its pages are then anonymous copies);
@@ -58,6 +60,10 @@ static const struct {
 	{ "OPENSSL_MODULES=", "the agent was started with OPENSSL_MODULES" },
 	{ "OPENSSL_ENGINES=", "the agent was started with OPENSSL_ENGINES" },
 	{ "SWIFT_BACKTRACE=", "the agent was started with SWIFT_BACKTRACE" },
+	{ "OPENSC_CONF=", "the agent was started with OPENSC_CONF" },
+	{ "OPENSC_DRIVER=", "the agent was started with OPENSC_DRIVER" },
+	{ "PCSCLITE_CSOCK_NAME=", "the agent was started with PCSCLITE_CSOCK_NAME" },
+	{ "P11_KIT_SERVER_ADDRESS=", "the agent was started with P11_KIT_SERVER_ADDRESS" },
 };
 
 /* Why the entry `head` (its first `len` bytes) is refused, when it sets one of code_variables. */

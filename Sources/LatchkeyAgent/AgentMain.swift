@@ -59,6 +59,12 @@ package enum AgentMain {
         // write: only root chooses the code the agent runs (docs/TOKENS.md §1). Set before any thread starts
         // (setenv is not safe beside a getenv on another thread).
         setenv(TokenConfiguration.noUserConfigVariable, "1", 1)
+        // A token module reads variables of its own, and some choose code (OpenSC's OPENSC_CONF names
+        // libraries it loads) or another program to trust as the card: a user's agent drops them however
+        // it was started (root's, in tests, is set up by root).
+        if geteuid() != 0 {
+            for entry in Environment.codeVariables { unsetenv(String(entry.dropLast())) }
+        }
         var directory: String?
         var daemon = false
         var watchDesktop = true

@@ -130,7 +130,7 @@ struct Identities {
         let store = items.store
         do {
             var pairs: [(certificate: OpenItem, keys: [RowHeader])] = []
-            for certificate in try items.find(Self.certificateHalf(of: query), limit: nil) {
+            for certificate in try items.findForChange(Self.certificateHalf(of: query), limit: nil) {
                 let keys = try privateKeyHeaders(for: certificate, filters: query.keyAttributes)
                 if !keys.isEmpty { pairs.append((certificate, keys)) }
             }

@@ -19,7 +19,7 @@ extension ItemRules {
     }
 
     /// `find` among the store's rows only.
-    private func findStored(_ query: ItemQuery, limit: Int?) throws(SecError) -> [OpenItem] {
+    func findStored(_ query: ItemQuery, limit: Int?) throws(SecError) -> [OpenItem] {
         let rows: [StoreRow]
         do {
             if let ref = query.persistentRef {

@@ -54,6 +54,27 @@ extension ItemRules {
         return false
     }
 
+    /// The items an update (or an identity's delete) changes: the stored ones only, unless the query names
+    /// tokens (the token group, a token id, a token item's persistent reference), when the token items it
+    /// matches are among them and the change is refused as read-only, as on Apple systems. Otherwise a
+    /// query that happens to match a token item too would fail for the stored items it meant.
+    func findForChange(_ query: ItemQuery, limit: Int?) throws(SecError) -> [OpenItem] {
+        let present = presentTokenItems
+        let namesTokens: Bool
+        if case .string(let group)? = query.attributes[SecAttr.accessGroup],
+            Caller.sameAccessGroup(group, Caller.tokenAccessGroup)
+        {
+            namesTokens = true
+        } else if query.attributes[SecAttr.tokenID] != nil {
+            namesTokens = true
+        } else if let ref = query.persistentRef {
+            namesTokens = present.contains { $0.ref == ref.uuid }
+        } else {
+            namesTokens = false
+        }
+        return try namesTokens ? find(query, limit: limit) : findStored(query, limit: limit)
+    }
+
     /// The error for a change to a token item.
     static var tokenItemsAreReadOnly: SecError {
         SecError(SecStatus.param, "token items are read-only: the token provides them")

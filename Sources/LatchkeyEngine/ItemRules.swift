@@ -138,7 +138,8 @@ struct ItemRules {
     /// Apple systems, where an update decrypts the item.
     func update(_ query: ItemQuery, _ changes: AttributeChanges) throws(SecError) {
         let items = try presence.admit(
-            try find(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt, operation: .change)
+            try findForChange(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt,
+            operation: .change)
         guard !items.isEmpty else { throw SecError.notFound }
         do {
             try store.transaction {

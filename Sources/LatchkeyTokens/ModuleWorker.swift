@@ -12,6 +12,10 @@ final class ModuleWorker: @unchecked Sendable {
     private let monitor = Monitor()
     /// Guarded by `monitor`.
     private var jobs: [() -> Void] = []
+    /// Guarded by `monitor`: the logouts a keychain lock asked for, by session, run before the next job.
+    /// Not capped by `maximumQueued`: a program that keeps the queue full must not keep a token logged
+    /// in through a screen lock. One entry per session, so it is bounded by the module's sessions.
+    private var logouts: [UInt: () -> Void] = [:]
     /// Guarded by `monitor`: whether the thread is inside a job now, and since when (a hung module).
     private var busySince: ContinuousClock.Instant?
     private let name: String
@@ -45,6 +49,29 @@ final class ModuleWorker: @unchecked Sendable {
         return done ? monitor.locked { slot.value } : nil
     }
 
+    /// `run` for a job that must not run late (a login with the PIN): when the wait ends at its deadline,
+    /// the job is cancelled under the monitor, so it has either started already or never will, and
+    /// `body` is released at once with what it holds (the PIN, wiped as its last reference goes).
+    func runUnlessLate<T: Sendable>(timeout: Duration, _ body: @escaping @Sendable () -> T) -> T? {
+        let slot = ResultSlot<T>()
+        let pending = PendingJob(body)
+        let queued = monitor.locked { () -> Bool in
+            guard jobs.count < Self.maximumQueued else { return false }
+            jobs.append { [monitor] in
+                guard let body = monitor.locked({ pending.take() }) else { return }
+                let value = body()
+                monitor.locked { slot.value = value }
+            }
+            return true
+        }
+        guard queued else { return nil }
+        monitor.broadcast()
+        let done = monitor.wait(timeout: timeout) { slot.value != nil }
+        if done { return monitor.locked { slot.value } }
+        monitor.locked { pending.cancel() }
+        return nil
+    }
+
     /// Queues `body` without waiting for it (the watcher's scans); false when the queue is full.
     @discardableResult
     func post(_ body: @escaping @Sendable () -> Void) -> Bool {
@@ -57,12 +84,22 @@ final class ModuleWorker: @unchecked Sendable {
         return queued
     }
 
+    /// Queues the logout of `session`, which is never refused and runs before any job still queued.
+    func logout(session: UInt, _ body: @escaping @Sendable () -> Void) {
+        monitor.locked { logouts[session] = body }
+        monitor.broadcast()
+    }
+
     private func loop() {
         while true {
             var job: (() -> Void)?
-            monitor.wait { !jobs.isEmpty }
+            monitor.wait { !jobs.isEmpty || !logouts.isEmpty }
             monitor.locked {
-                job = jobs.removeFirst()
+                if let session = logouts.keys.first {
+                    job = logouts.removeValue(forKey: session)
+                } else {
+                    job = jobs.removeFirst()
+                }
                 busySince = .now
             }
             job?()
@@ -76,4 +113,16 @@ final class ModuleWorker: @unchecked Sendable {
 private final class ResultSlot<T>: @unchecked Sendable {
     var value: T?
     init() {}
+}
+
+/// A job's body until the job starts or its caller gives up; read and written under the worker's monitor.
+private final class PendingJob<T>: @unchecked Sendable {
+    private var body: (() -> T)?
+    init(_ body: @escaping () -> T) { self.body = body }
+    /// The body, once: nil when the caller gave up first.
+    func take() -> (() -> T)? {
+        defer { body = nil }
+        return body
+    }
+    func cancel() { body = nil }
 }

@@ -197,6 +197,26 @@ final class PKCS11Module: @unchecked Sendable {
         return Array(handles.prefix(min(Int(count), Self.maximumObjects)))
     }
 
+    /// Whether any object of the token has `ckaID` (its private ones only once the user is logged in).
+    func hasObject(_ session: CK_SESSION_HANDLE, ckaID: [UInt8]) throws(Failure) -> Bool {
+        let table = functions.pointee
+        guard let initFind = table.C_FindObjectsInit, let find = table.C_FindObjects,
+            let final = table.C_FindObjectsFinal
+        else { throw Failure(rv: CKR_GENERAL_ERROR, call: "C_FindObjects") }
+        var id = ckaID
+        let rv = id.withUnsafeMutableBytes { idBytes -> CK_RV in
+            var template = CK_ATTRIBUTE(
+                type: CK_ATTRIBUTE_TYPE(CKA_ID), pValue: idBytes.baseAddress, ulValueLen: CK_ULONG(idBytes.count))
+            return initFind(session, &template, 1)
+        }
+        try check(rv, "C_FindObjectsInit")
+        defer { _ = final(session) }
+        var handle: CK_OBJECT_HANDLE = 0
+        var count: CK_ULONG = 0
+        try check(find(session, &handle, 1, &count), "C_FindObjects")
+        return count > 0
+    }
+
     /// The private key with `ckaID` (visible once the user is logged in); nil when there is none.
     func privateKey(_ session: CK_SESSION_HANDLE, ckaID: [UInt8]) -> CK_OBJECT_HANDLE? {
         let table = functions.pointee

@@ -7,7 +7,7 @@ import SystemPackage
 
 /// The modules of the system's p11-kit configuration, read here rather than by `p11_kit_modules_load`:
 /// p11-kit would also load the modules of the user's `~/.config/pkcs11/modules` (it skips them only for
-/// root and setuid programs, and `P11_NO_USER_CONFIG` did not stop it in Debian 12's 0.24), and loading a
+/// root and setuid programs unless `P11_KIT_NO_USER_CONFIG` is set), and loading a
 /// module runs its code, so the agent decides which files it reads before anything is loaded
 /// (docs/TOKENS.md §1). Only the system directories count, and only files root alone can change.
 enum SystemModules {

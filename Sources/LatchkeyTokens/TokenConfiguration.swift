@@ -16,9 +16,10 @@ package struct TokenConfiguration: Sendable, Equatable {
     /// its environment and must not choose the code the agent loads.
     package static let variable = "LATCHKEY_TOKENS_CONF"
     /// Asks p11-kit to skip the user's configuration (`~/.config/pkcs11`), for the modules' own option
-    /// lookups; the agent sets it for itself at start. The modules themselves are chosen by
+    /// lookups; the agent sets it for itself at start. p11-kit 0.24 reads this name (its log message
+    /// says `P11_NO_USER_CONFIG`, which it never reads). The modules themselves are chosen by
     /// `SystemModules`, which never reads the user's configuration.
-    package static let noUserConfigVariable = "P11_NO_USER_CONFIG"
+    package static let noUserConfigVariable = "P11_KIT_NO_USER_CONFIG"
     /// The largest configuration file read.
     static let maximumSize = 64 * 1024
 

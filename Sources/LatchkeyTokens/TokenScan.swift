@@ -34,10 +34,22 @@ enum TokenScan {
         return printable(module) + ":" + printable(own)
     }
 
-    /// Text from a module, without controls, and bounded: it is shown in prompts and listings.
-    static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }).prefix(64))
+    /// Text from a module, without controls (C0, DEL, C1), bidirectional and other format characters or
+    /// line separators, and bounded to `limit` scalars: it is shown in prompts and listings, where a
+    /// right-to-left override or a line break could make one token or key read as another.
+    static func printable(_ text: String, limit: Int = 64) -> String {
+        let kept = text.unicodeScalars.filter { scalar in
+            guard scalar.value >= 0x20, !(0x7F...0x9F).contains(scalar.value) else { return false }
+            switch scalar.properties.generalCategory {
+            case .format, .lineSeparator, .paragraphSeparator, .control: return false
+            default: return true
+            }
+        }
+        return String(String.UnicodeScalarView(kept.prefix(limit)))
     }
+
+    /// The longest label (`labl`) a token object gives its item, in scalars.
+    static let labelLimit = 256
 
     static func scan(
         _ module: PKCS11Module, session: CK_SESSION_HANDLE, slot: CK_SLOT_ID, id: String, info: PKCS11Module.TokenInfo
@@ -65,8 +77,11 @@ enum TokenScan {
             view.items.append(TokenItem(ref: ref, itemClass: .certificate, attributes: attributes, data: der))
             if !ckaID.isEmpty, let certificate = try? X509Certificate(der: der),
                 let keyType = certificateKeyType(certificate),
-                let key = try? TokenAttributes.publicKey(certificate.publicKeyBytes, keyType: keyType)
+                let key = try? TokenAttributes.publicKey(certificate.publicKeyBytes, keyType: keyType),
+                publicKeysByID[ckaID] == nil
             {
+                // The first object with a CKA_ID names its key: a later one (a key another program put
+                // on the token with the same CKA_ID) does not take over the identity's public half.
                 publicKeysByID[ckaID] = key
             }
         }
@@ -79,7 +94,9 @@ enum TokenScan {
             attributes["wrap"] = .int(module.flag(session, object, CK_ATTRIBUTE_TYPE(CKA_WRAP)) ? 1 : 0)
             attributes["drve"] = .int(module.flag(session, object, CK_ATTRIBUTE_TYPE(CKA_DERIVE)) ? 1 : 0)
             finish(&attributes, module, session, object, ckaID: ckaID, common: common)
-            if !ckaID.isEmpty {
+            if !ckaID.isEmpty, publicKeysByID[ckaID] == nil || publicKeysByID[ckaID]?.publicKey == key.publicKey,
+                publicFlags[ckaID] == nil
+            {
                 publicKeysByID[ckaID] = key
                 publicFlags[ckaID] = attributes
             }
@@ -170,7 +187,7 @@ enum TokenScan {
         guard let bytes = module.attribute(session, object, CK_ATTRIBUTE_TYPE(CKA_LABEL)), !bytes.isEmpty,
             let text = String(validating: bytes, as: UTF8.self)
         else { return nil }
-        return text
+        return printable(text, limit: labelLimit)
     }
 
     /// The public key an object shows (a public key, or an RSA private key's modulus and exponent), checked.

@@ -38,7 +38,8 @@ extension TokenService {
                             keyLabel: request.label, prompt: request.prompt))
                 }
                 let entered = pin
-                let rv = loaded.worker.run(timeout: Self.operationTimeout) { [self] () -> CK_RV in
+                // Given up at the deadline, the login is cancelled and the PIN let go: it never logs in late.
+                let rv = loaded.worker.runUnlessLate(timeout: Self.operationTimeout) { [self] () -> CK_RV in
                     guard let current = self.token(id: id) else { return CKR_TOKEN_NOT_PRESENT }
                     guard let entered else { return loaded.module.loginOnPinPad(current.session) }
                     return entered.withUnsafeBytes {
@@ -50,38 +51,48 @@ extension TokenService {
             }
         }
         let index = token.module
+        let ckaID = Self.ckaID(of: privateTemplate)
         let made = loaded.worker.run(timeout: Self.operationTimeout) {
-            [self] () -> Result<[UInt8], PKCS11Module.Failure> in
+            [self] () -> Generated in
             guard let current = self.token(id: id) else {
-                return .failure(PKCS11Module.Failure(rv: CKR_TOKEN_NOT_PRESENT, call: "C_GetSlotList"))
+                return .failed(PKCS11Module.Failure(rv: CKR_TOKEN_NOT_PRESENT, call: "C_GetSlotList"))
             }
             let module = loaded.module
             let session: CK_SESSION_HANDLE
             do throws(PKCS11Module.Failure) {
                 session = try module.openReadWriteSession(current.view.slot)
             } catch {
-                return .failure(error)
+                return .failed(error)
             }
             defer { module.closeSession(session) }
+            // A second key with the CKA_ID of the user's would stand beside it as the same identity's half
+            // (the public key, a certificate's private key): refused, as a stored key's tag is not.
+            do throws(PKCS11Module.Failure) {
+                if try module.hasObject(session, ckaID: ckaID) { return .duplicate }
+            } catch {
+                return .failed(error)
+            }
             let handles: (publicKey: CK_OBJECT_HANDLE, privateKey: CK_OBJECT_HANDLE)
             do throws(PKCS11Module.Failure) {
                 handles = try module.generateKeyPair(
                     session, mechanism: mechanism, publicTemplate: publicTemplate, privateTemplate: privateTemplate)
             } catch {
-                return .failure(error)
+                return .failed(error)
             }
             guard let publicKey = TokenScan.publicKey(module, session, handles.publicKey) else {
-                return .failure(PKCS11Module.Failure(rv: CKR_GENERAL_ERROR, call: "C_GetAttributeValue (new key)"))
+                return .failed(PKCS11Module.Failure(rv: CKR_GENERAL_ERROR, call: "C_GetAttributeValue (new key)"))
             }
             // Read the token again now, so the new pair is in the view before this returns.
             rescan(index, module)
-            return .success(publicKey.publicKey)
+            return .made(publicKey.publicKey)
         }
         guard let made else { throw Self.noAnswer(id) }
         switch made {
-        case .failure(let failure):
+        case .duplicate:
+            throw SecError(SecStatus.duplicateItem, "the token \(id) already has an object with this application tag")
+        case .failed(let failure):
             throw Self.operationError(failure, id)
-        case .success(let publicKey):
+        case .made(let publicKey):
             guard
                 let item = self.token(id: id)?.view.items.first(where: {
                     $0.itemClass == .key && $0.keyClass == KeyReference.classPrivate && $0.data == publicKey
@@ -91,6 +102,18 @@ extension TokenService {
             }
             return item
         }
+    }
+
+    /// What the generation job found: the new public key, a failure, or the CKA_ID already in use.
+    enum Generated: Sendable {
+        case made([UInt8])
+        case failed(PKCS11Module.Failure)
+        case duplicate
+    }
+
+    /// The CKA_ID a template sets (`templates` always sets one).
+    static func ckaID(of template: [(CK_ATTRIBUTE_TYPE, [UInt8])]) -> [UInt8] {
+        template.first { $0.0 == CK_ATTRIBUTE_TYPE(CKA_ID) }?.1 ?? []
     }
 
     /// The mechanism and the public and private templates for a request.
@@ -131,8 +154,9 @@ extension TokenService {
             privateTemplate.append((CK_ATTRIBUTE_TYPE(CKA_DERIVE), yes))
             return (CK_MECHANISM_TYPE(CKM_EC_KEY_PAIR_GEN), publicTemplate, privateTemplate)
         case KeyReference.typeRSA:
-            guard (1024...8192).contains(request.sizeInBits), request.sizeInBits % 8 == 0 else {
-                throw SecError(SecStatus.param, "RSA keys on a token are 1024 to 8192 bits")
+            // Capped at 4096: a larger key takes a token minutes to make, with its module's thread held.
+            guard (1024...4096).contains(request.sizeInBits), request.sizeInBits % 8 == 0 else {
+                throw SecError(SecStatus.param, "RSA keys on a token are 1024 to 4096 bits")
             }
             let bits = CK_ULONG(request.sizeInBits)
             publicTemplate += [

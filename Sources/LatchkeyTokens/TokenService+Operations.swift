@@ -47,7 +47,8 @@ extension TokenService {
             }
             if needsLogin {
                 let entered = pin
-                let rv = loaded.worker.run(timeout: Self.operationTimeout) { [self] () -> CK_RV in
+                // Given up at the deadline, the login is cancelled and the PIN let go: it never logs in late.
+                let rv = loaded.worker.runUnlessLate(timeout: Self.operationTimeout) { [self] () -> CK_RV in
                     guard let (current, _) = self.token(holding: ref) else { return CKR_TOKEN_NOT_PRESENT }
                     guard let entered else { return loaded.module.loginOnPinPad(current.session) }
                     return entered.withUnsafeBytes {

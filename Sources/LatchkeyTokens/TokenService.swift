@@ -87,7 +87,8 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         let sessions = monitor.locked { state.tokens.values.map { ($0.module, $0.session) } }
         for (index, session) in sessions {
             guard let loaded = module(index) else { continue }
-            loaded.worker.post { loaded.module.logout(session) }
+            // Never dropped, however full the module's queue is (ModuleWorker.logout).
+            loaded.worker.logout(session: UInt(session)) { loaded.module.logout(session) }
         }
     }
 
@@ -129,20 +130,22 @@ package final class TokenService: TokenSource, @unchecked Sendable {
             let (entries, notes) = SystemModules.list()
             for note in notes { log.info("tokens: \(note)") }
             for entry in entries {
-                guard let functions = p11_kit_module_load(entry.path, 0) else {
+                // The resolved path is the one whose owners were checked: the file loaded is that one.
+                guard let real = Self.resolved(entry.path), let functions = p11_kit_module_load(real, 0) else {
                     log.warning("tokens: cannot load the module \(entry.path)")
                     continue
                 }
-                filenames.insert(Self.resolved(entry.path))
+                filenames.insert(real)
                 loaded.append(PKCS11Module(functions: functions, name: entry.name))
             }
         }
-        for path in configuration.modules where !filenames.contains(Self.resolved(path)) {
-            guard let functions = p11_kit_module_load(path, 0) else {
+        for path in configuration.modules {
+            guard let real = Self.resolved(path), !filenames.contains(real) else { continue }
+            guard let functions = p11_kit_module_load(real, 0) else {
                 log.warning("tokens: cannot load the module \(path)")
                 continue
             }
-            filenames.insert(Self.resolved(path))
+            filenames.insert(real)
             loaded.append(
                 PKCS11Module(functions: functions, name: Self.name(ofPath: path)))
         }
@@ -174,8 +177,8 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         return String(cString: text)
     }
 
-    private static func resolved(_ path: String) -> String {
-        guard let real = realpath(path, nil) else { return path }
+    private static func resolved(_ path: String) -> String? {
+        guard let real = realpath(path, nil) else { return nil }
         defer { free(real) }
         return String(cString: real)
     }

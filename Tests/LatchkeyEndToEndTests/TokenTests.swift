@@ -76,6 +76,28 @@ final class TokenTests: TokenTestCase {
             SecItemDelete([kSecClass: kSecClassCertificate, kSecValuePersistentRef: ref] as CFDictionary), errSecParam)
         XCTAssertEqual(tokenItems(kSecClassKey).count, 4)
         XCTAssertEqual(tokenItems(kSecClassKey, [kSecAttrLabel: "renamed"]).count, 0)
+        // A query that does not name tokens changes the stored items it matches, and no token item.
+        var error: Unmanaged<CFError>?
+        XCTAssertNotNil(
+            SecKeyCreateRandomKey(
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
+                    kSecPrivateKeyAttrs: [kSecAttrIsPermanent: true, kSecAttrLabel: "stored"],
+                ] as CFDictionary, &error))
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary,
+                [kSecAttrLabel: "renamed"] as CFDictionary), errSecSuccess)
+        var found: CFTypeRef?
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassKey, kSecAttrLabel: "renamed", kSecMatchLimit: kSecMatchLimitAll,
+                    kSecReturnAttributes: true,
+                ] as CFDictionary,
+                &found), errSecSuccess)
+        XCTAssertEqual((found as? [Any])?.count, 1, "the stored key")
+        XCTAssertEqual(tokenItems(kSecClassKey, [kSecAttrLabel: "renamed"]).count, 0)
     }
 
     func testSignaturesAndDecryptionRunOnTheTokenAndTheOpenSSLToolVerifiesThem() throws {
@@ -224,6 +246,30 @@ final class TokenTests: TokenTestCase {
             errSecItemNotFound)
     }
 
+    /// A public key with the CKA_ID of the user's certificate and key (another program wrote it on the
+    /// token) does not become the public half of the user's private key: the first object wins.
+    func testALaterPublicKeyWithTheSameIDDoesNotTakeOverTheKey() throws {
+        _ = try makeToken("tok1")
+        let base = "\(tokens)/other"
+        try tool(
+            "/usr/bin/openssl",
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", base + ".key"])
+        try tool("/usr/bin/openssl", ["pkey", "-in", base + ".key", "-pubout", "-out", base + ".pub"])
+        // The user's card holds a certificate and its private key, as many do, without a public key object.
+        let login = ["--module", Self.module, "--token-label", "tok1", "--login", "--pin", Self.pin]
+        try tool("/usr/bin/pkcs11-tool", login + ["--delete-object", "--type", "pubkey", "--id", "01"])
+        try tool(
+            "/usr/bin/pkcs11-tool",
+            login + ["--write-object", base + ".pub", "--type", "pubkey", "--id", "01", "--label", "other"])
+        waitForItems(tokens: 1)
+        let hashes = Set(tokenItems(kSecClassCertificate).compactMap { $0[kSecAttrPublicKeyHash as String] as? Data })
+        let privateKeys = tokenItems(kSecClassKey, [kSecAttrKeyClass: kSecAttrKeyClassPrivate])
+        XCTAssertEqual(privateKeys.count, 2)
+        XCTAssertEqual(
+            Set(privateKeys.compactMap { $0[kSecAttrApplicationLabel as String] as? Data }), hashes,
+            "each private key is its certificate's")
+    }
+
     /// SecKeyCreateRandomKey with kSecAttrTokenID makes the pair on the token (C_GenerateKeyPair): the key
     /// is a token item at once, signs on the token, and its public half verifies the signature.
     func testKeysGeneratedOnTheToken() throws {
@@ -254,8 +300,25 @@ final class TokenTests: TokenTestCase {
             XCTAssertEqual(found.first?[kSecAttrTokenID as String] as? String, tokenID)
         }
         XCTAssertEqual(promptsShown(), 1, "one login for both keys")
-        // Not on a token that is not there.
         var error: Unmanaged<CFError>?
+        let keys = tokenItems(kSecClassKey, [kSecAttrKeyClass: kSecAttrKeyClassPrivate]).count
+        // Not a second key with the CKA_ID (application tag) of one the token has, nor an RSA key the
+        // token would take minutes to make.
+        for (type, bits, tag, status) in [
+            (kSecAttrKeyTypeECSECPrimeRandom, 256, "t2048", errSecDuplicateItem),
+            (kSecAttrKeyTypeRSA, 8192, "big", errSecParam),
+        ] {
+            XCTAssertNil(
+                SecKeyCreateRandomKey(
+                    [
+                        kSecAttrKeyType: type, kSecAttrKeySizeInBits: bits, kSecAttrTokenID: tokenID,
+                        kSecPrivateKeyAttrs: [kSecAttrApplicationTag: Data(tag.utf8)],
+                    ] as CFDictionary, &error))
+            XCTAssertEqual(error?.takeRetainedValue().code, Int(status), "\(bits) bits, tag \(tag)")
+            error = nil
+        }
+        XCTAssertEqual(tokenItems(kSecClassKey, [kSecAttrKeyClass: kSecAttrKeyClassPrivate]).count, keys)
+        // Not on a token that is not there.
         XCTAssertNil(
             SecKeyCreateRandomKey(
                 [

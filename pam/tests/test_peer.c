@@ -205,6 +205,8 @@ static void test_stand_ins(const char *preload_so)
 	char *audit[] = { (char *)"LD_AUDIT=/nonexistent.so", NULL };
 	char *backtrace[] = { (char *)"HOME=/", (char *)"SWIFT_BACKTRACE=enable=no", NULL };
 	char *openssl[] = { (char *)"OPENSSL_CONF=/nonexistent.cnf", NULL };
+	char *opensc[] = { (char *)"OPENSC_CONF=/nonexistent.conf", NULL };
+	char *p11_server[] = { (char *)"P11_KIT_SERVER_ADDRESS=unix:path=/nonexistent", NULL };
 	struct passwd *pw = getpwnam("nobody");
 	const char *why = "";
 	pid_t pid;
@@ -217,6 +219,8 @@ static void test_stand_ins(const char *preload_so)
 	expect("LD_AUDIT", agent, PLAIN, audit, agent, "LD_AUDIT");
 	expect("SWIFT_BACKTRACE, after another variable", agent, PLAIN, backtrace, agent, "SWIFT_BACKTRACE");
 	expect("OPENSSL_CONF", agent, PLAIN, openssl, agent, "OPENSSL_CONF");
+	expect("OPENSC_CONF", agent, PLAIN, opensc, agent, "OPENSC_CONF");
+	expect("P11_KIT_SERVER_ADDRESS", agent, PLAIN, p11_server, agent, "P11_KIT_SERVER_ADDRESS");
 	expect("a connection handed to a child", agent, FORK_AFTER_HELLO, clean, agent, "second hello");
 	expect("a user namespace of its own", agent, USER_NAMESPACE, clean, agent, "user namespace");
 	expect("patched code", agent, PATCH_CODE, clean, agent, "code in the agent was changed");
