@@ -33,7 +33,8 @@ final class AgentClient: Sendable {
     /// Whether `opcode`'s answer may wait for the user (`userCheckResponseTimeout`).
     static func mayWaitForTheUser(_ opcode: Opcode) -> Bool {
         switch opcode {
-        case .add, .copyMatching, .update, .keyOperation, .evaluateContext: true
+        // generateKey: on a token, making a key may ask for its PIN.
+        case .add, .copyMatching, .update, .keyOperation, .evaluateContext, .generateKey: true
         default: false
         }
     }

@@ -38,7 +38,9 @@ extension AgentService {
     /// Makes, updates or evaluates a context of `process` (opcode 0x16); answers its handle. An
     /// evaluation that still serves answers at once, without asking again, as an evaluated
     /// `LAContext` does.
-    func evaluateContext(_ fields: SecDictionary, caller: Caller, process: ContextOwner?) throws(SecError)
+    func evaluateContext(
+        _ fields: SecDictionary, caller: Caller, process: ContextOwner?, clientGone: () -> Bool = { false }
+    ) throws(SecError)
         -> SecValue
     {
         guard let process else { throw Self.unidentified }
@@ -77,7 +79,8 @@ extension AgentService {
                 throw SecError(SecStatus.interactionNotAllowed, "this agent has nobody to ask (no prompter)")
             }
             let locks = keychain.lockCount()
-            let passed = try presence.check(.evaluation(constraint, prompt: reason), caller: caller)
+            let passed = try presence.check(
+                .evaluation(constraint, prompt: reason), caller: caller, clientGone: clientGone)
             contexts.record(passed, for: handle, of: process, lockCount: locks)
             AgentLog.info("authentication context evaluated for pid \(caller.pid)")
         }

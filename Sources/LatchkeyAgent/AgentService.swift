@@ -113,7 +113,7 @@ package final class AgentService: Sendable {
             case .generateKey(let parameters):
                 return .ok(try keychain.generateKey(parameters, caller: caller))
             case .evaluateContext(let fields):
-                return .ok(try evaluateContext(fields, caller: caller, process: process))
+                return .ok(try evaluateContext(fields, caller: caller, process: process, clientGone: clientGone))
             case .invalidateContext(let handle):
                 if let process { contexts.invalidate(handle, of: process) }
                 return .ok(nil)
@@ -239,11 +239,14 @@ package final class AgentService: Sendable {
                     requirement.constraints.isEmpty
                     ? [] : try presence.check(requirement, caller: caller, clientGone: clientGone)
                 if (!requirement.boxes.isEmpty || requirement.newBox) && session.applicationPassword == nil {
-                    session.setApplicationPassword(try presence.applicationPassword(requirement, caller: caller))
+                    session.setApplicationPassword(
+                        try presence.applicationPassword(requirement, caller: caller, clientGone: clientGone))
                 }
                 session.grant(
                     requirement, passed: passed, applicationKeys: try session.applicationKeys(for: requirement))
-                if let context {
+                // A round that only asked for an application password passed no check: recording its
+                // empty set would forget what the context had been evaluated for.
+                if let context, !requirement.constraints.isEmpty {
                     contexts.record(passed, for: context.handle, of: context.owner, lockCount: locks)
                 }
                 AgentLog.info(

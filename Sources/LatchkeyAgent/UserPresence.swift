@@ -266,7 +266,8 @@ package final class UserPresence: Sendable {
                     if outcome != .passed { break }
                 }
                 monitor.locked {
-                    job.answer = answer
+                    // A job whose client went away keeps no answer (a PIN or a password) it will never take.
+                    job.answer = job.dismissed ? nil : answer
                     job.outcome = outcome
                     queue.removeFirst()
                 }
@@ -345,7 +346,9 @@ package final class UserPresence: Sendable {
         }
         var text =
             applicationPassword
-            ? "\(printable(program, limit: 300)) needs the application password to \(action(requirement))."
+            ? (requirement.items.isEmpty
+                ? "\(printable(program, limit: 300)) needs the application password of a keychain item."
+                : "\(printable(program, limit: 300)) needs the application password to \(action(requirement)).")
             : "\(printable(program, limit: 300)) wants to \(action(requirement))."
         if let prompt = requirement.prompt, !prompt.isEmpty { text += "\n\n" + printable(prompt, limit: 500) }
         return text

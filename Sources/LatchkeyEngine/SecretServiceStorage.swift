@@ -228,7 +228,7 @@ package struct SecretServiceStorage {
         // An application password's box (docs/ACCESS-CONTROL.md §8) is never opened or replaced here: no
         // bus client can bring the password, so such an item stays locked whatever an Unlock passed (a
         // companion device, which Linux never has, is the check that cannot be satisfied).
-        if control?.flags.contains(.applicationPassword) == true { return control?.constraint ?? .check(.companion) }
+        if control?.flags.contains(.applicationPassword) == true { return .check(.companion) }
         guard let constraint = control?.constraint else { return nil }
         if let userChecks,
             userChecks.grants.covers(item.persistentRef, constraint, client: userChecks.name, lockCount: lockCount)

@@ -73,6 +73,11 @@ package final class UserCheckGrants: Sendable {
         grants.withLock { grants in Array((grants.removeValue(forKey: client) ?? [:]).keys) }
     }
 
+    /// Drops every grant (after a lock, which ends them all).
+    package func forgetAll() {
+        grants.withLock { $0 = [:] }
+    }
+
     /// Drops the grants whose window has ended; returns, for each client, the items locked again.
     package func expire(now: ContinuousClock.Instant = .now) -> [(client: String, items: [[UInt8]])] {
         grants.withLock { grants in

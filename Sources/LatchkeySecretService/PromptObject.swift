@@ -112,6 +112,11 @@ final class PromptObject: SecretServiceObject {
                 let passed = try policy.checkUserPresence(requirement, for: caller) { cancellation.isCancelled }
                 outcome = .accepted
                 connection.perform { bus in
+                    // Locked while the user was asked: the grant would cover nothing; say so, not "unlocked".
+                    guard service.keychain.lockCount() == locks else {
+                        service.finish(n, .cancelled, bus)
+                        return
+                    }
                     guard service.userChecks.grant(requirement.items, passed: passed, to: owner, lockCount: locks)
                     else {
                         service.finish(n, .failed("the client holds too many unlocked items"), bus)

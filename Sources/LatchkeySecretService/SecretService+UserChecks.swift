@@ -29,6 +29,17 @@ extension SecretService {
         if !started { log.warning("Secret Service: no thread to lock items again; they lock on their next use") }
     }
 
+    /// After any lock (the engine already refuses every grant made before it), forgets the grants and
+    /// tells each client its items are locked again.
+    func endUserChecksAfterLock(_ bus: Bus) {
+        let locks = keychain.lockCount()
+        guard locks != seenLockCount else { return }
+        seenLockCount = locks
+        userChecks.forgetAll()
+        for (client, paths) in grantedPaths { lockedChanged(Array(paths), locked: true, for: client, bus) }
+        grantedPaths = [:]
+    }
+
     /// Locks again the items whose reuse window ended, and tells their clients.
     func expireUserChecks(_ bus: Bus) {
         for (client, _) in userChecks.expire() {

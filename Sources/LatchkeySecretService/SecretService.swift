@@ -57,6 +57,8 @@ package final class SecretService: @unchecked Sendable {
     let userChecks = UserCheckGrants()
     /// The item paths each client unlocked that way, for the signals when they lock again.
     var grantedPaths: [String: Set<String>] = [:]
+    /// The keychain's lock count when the lock state was last looked at (`endUserChecksAfterLock`).
+    var seenLockCount: UInt64 = 0
     /// The caller each client was last served as, reused for `decisionLifetime` (by unique name).
     private var decidedCallers: [String: (caller: Caller, until: ContinuousClock.Instant)] = [:]
     /// How long a client's caller is reused: the agent looks at the application files no more often.
@@ -106,6 +108,7 @@ package final class SecretService: @unchecked Sendable {
                     service.nameOwnerChanged(message)
                 }
                 service.lastLockState = service.engine.lockState()
+                service.seenLockCount = service.keychain.lockCount()
             }
         } catch {
             connection.close()
@@ -317,7 +320,10 @@ package final class SecretService: @unchecked Sendable {
     private func startLockObserver() {
         keychain.observeLockState { [weak self] in
             guard let service = self else { return }
-            _ = service.connection.perform { bus in service.checkLockState(bus) }
+            _ = service.connection.perform { bus in
+                service.checkLockState(bus)
+                service.endUserChecksAfterLock(bus)
+            }
         }
     }
 

@@ -49,7 +49,8 @@ final class ProtectedItemTests: SecretServiceTestCase {
         setenv("LATCHKEY_PROMPTER", prompter, 1)
         setenv("LATCHKEY_PAM_DIR", pamDirectory, 1)
         setenv("LATCHKEY_PRESENCE_TIMEOUT", "8", 1)
-        setenv("LATCHKEY_SECRET_SERVICE_REUSE", "3", 1)
+        // Short windows, except where a lock must be what ends the unlock.
+        setenv("LATCHKEY_SECRET_SERVICE_REUSE", name.contains("ALockEnds") ? "60" : "3", 1)
         try createKeychain()
         client = try SecretServiceClient(bus.address)
     }
@@ -72,14 +73,14 @@ final class ProtectedItemTests: SecretServiceTestCase {
     }
 
     /// Adds a generic password through SecItem, protected with .userPresence when `protected`.
-    private func add(_ account: String, protected: Bool) {
+    private func add(_ account: String, protected: Bool, accessible: CFString = kSecAttrAccessibleWhenUnlocked) {
         var attributes: [CFString: Any] = [
             kSecClass: kSecClassGenericPassword, kSecAttrService: "ac", kSecAttrAccount: account,
             kSecAttrLabel: "Label of \(account)", kSecValueData: Data("secret-\(account)".utf8),
         ]
         if protected {
             attributes[kSecAttrAccessControl] = SecAccessControlCreateWithFlags(
-                nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
+                nil, accessible, .userPresence, nil)!
         }
         XCTAssertEqual(SecItemAdd(attributes as CFDictionary, nil), errSecSuccess)
     }
@@ -178,6 +179,29 @@ final class ProtectedItemTests: SecretServiceTestCase {
         XCTAssertFalse(
             other.signals.all.contains { $0.path == path && $0.member == "PropertiesChanged" },
             "the other client was told nothing about the first one's unlock")
+    }
+
+    /// Any lock ends an unlock, a screen lock's too, although it leaves an AfterFirstUnlock item's key
+    /// held: the item is locked again for its client, who is told so.
+    func testALockEndsTheUnlockOfAnItemWhoseKeyItLeaves() throws {
+        add("kept", protected: true, accessible: kSecAttrAccessibleAfterFirstUnlock)
+        try client.watchSignals()
+        let session = try client.openPlainSession()
+        let path = try XCTUnwrap(try search("kept", as: client).1.first)
+        try answer("sesame")
+        let prompt = try unlockPrompt(path)
+        try client.call(prompt, SSPath.promptInterface, "Prompt", [.string("")])
+        XCTAssertEqual(try XCTUnwrap(completed(prompt)).result, [path])
+        XCTAssertEqual(try secret(path, as: client, session: session), "secret-kept")
+        XCTAssertEqual(try cli(["lock"]).status, 0)
+        XCTAssertNotNil(
+            client.signals.wait(timeout: 30) {
+                $0.path == path && $0.member == "PropertiesChanged" && "\($0.arguments)".contains("true")
+            }, "told it is locked again")
+        XCTAssertEqual(try locked(path, as: client), true)
+        XCTAssertEqual(
+            client.errorName(path, SSPath.itemInterface, "GetSecret", [.objectPath(session)]),
+            "org.freedesktop.Secret.Error.IsLocked")
     }
 
     func testAWrongPasswordAndADismissUnlockNothing() throws {
