@@ -360,5 +360,13 @@ package enum AgentMain {
         signal(SIGTERM, handler)
         signal(SIGINT, handler)
         signal(SIGHUP, handler)
+        // A program that started the agent from a thread blocking these signals (a Dispatch worker
+        // thread blocks nearly all) passed that mask on through exec: every thread of the agent would
+        // block SIGTERM, which then stayed pending, and logout, `systemctl --user stop` and `kill`
+        // could not stop it. This thread takes them again; one thread not blocking them is enough.
+        var wanted = sigset_t()
+        sigemptyset(&wanted)
+        for number in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&wanted, number) }
+        pthread_sigmask(SIG_UNBLOCK, &wanted, nil)
     }
 }
