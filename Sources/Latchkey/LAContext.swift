@@ -25,7 +25,8 @@ public enum LABiometryType: Int, Sendable {
 public enum LACredentialType: Int, Sendable {
     /// The password of items whose access control has `.applicationPassword` (docs/ACCESS-CONTROL.md §8).
     case applicationPassword = 0
-    /// A smart card's PIN; not used by this library (`setCredential` answers false).
+    /// A smart card's PIN: a token key used with the context logs in with it instead of asking the user
+    /// (docs/TOKENS.md §5).
     case smartCardPIN = -3
 }
 
@@ -113,6 +114,10 @@ public final class LAContext: NSObject, @unchecked Sendable {
         /// The application password (`setCredential`), in wiping storage; sent with each call given
         /// this context, never kept by the agent.
         var applicationPassword: SecretBytes?
+        /// The smart-card PIN (`setCredential(_:type: .smartCardPIN)`), sent with each key operation and
+        /// token key generation given this context; the agent gives it to the token's C_Login and keeps
+        /// only the login.
+        var smartCardPIN: SecretBytes?
     }
     private let state = Locked(State())
 
@@ -205,26 +210,41 @@ public final class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
-    /// Sets (or with nil removes) the application password that calls given this context bring for items
-    /// with `.applicationPassword`: such an item is sealed under a key derived from it, and read only
-    /// with it (without it the agent asks for it; a wrong one is errSecAuthFailed). Only
-    /// `.applicationPassword` is supported; false for any other type, or a password over 4096 bytes.
+    /// Sets (or with nil removes) a credential that calls given this context bring:
+    /// - `.applicationPassword`, for items with `.applicationPassword`: such an item is sealed under a key
+    ///   derived from it, and read only with it (without it the agent asks for it; a wrong one is
+    ///   errSecAuthFailed). At most 4096 bytes.
+    /// - `.smartCardPIN`, for token keys (a key found with this context, `SecKeyCreateRandomKey` on a
+    ///   token with it): the token is logged in with it instead of the user being asked; a wrong one is
+    ///   errSecAuthFailed, and nobody is asked then. 1 to 256 bytes.
+    /// False for a credential of another size.
     @discardableResult
     public func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
-        guard type == .applicationPassword else { return false }
-        guard let credential else {
-            state.withLock { $0.applicationPassword = nil }
-            return true
+        let secret: SecretBytes?
+        if let credential {
+            let limit = type == .applicationPassword ? 4096 : SecKeys.maximumSmartCardPINLength
+            guard credential.count <= limit, type == .applicationPassword || !credential.isEmpty else { return false }
+            secret = credential.withUnsafeBytes { SecretBytes(copying: $0) }
+        } else {
+            secret = nil
         }
-        guard credential.count <= 4096 else { return false }
-        let secret = credential.withUnsafeBytes { SecretBytes(copying: $0) }
-        state.withLock { $0.applicationPassword = secret }
+        state.withLock {
+            switch type {
+            case .applicationPassword: $0.applicationPassword = secret
+            case .smartCardPIN: $0.smartCardPIN = secret
+            }
+        }
         return true
     }
 
     /// Whether a credential of `type` is set.
     public func isCredentialSet(_ type: LACredentialType) -> Bool {
-        type == .applicationPassword && state.withLock { $0.applicationPassword != nil }
+        state.withLock {
+            switch type {
+            case .applicationPassword: $0.applicationPassword != nil
+            case .smartCardPIN: $0.smartCardPIN != nil
+            }
+        }
     }
 
     /// Ends the context: it never serves again, in the agent or in any call it is given to
@@ -299,6 +319,13 @@ public final class LAContext: NSObject, @unchecked Sendable {
         if !reason.isEmpty && dictionary[SecKeys.useOperationPrompt] == nil {
             dictionary[SecKeys.useOperationPrompt] = .string(reason)
         }
+    }
+
+    /// Puts the smart-card PIN, when set, into a key operation's or a token key generation's request
+    /// (`u_CardPIN`), as a copy of its own that the caller wipes once the request is sent.
+    func applySmartCardPIN(to dictionary: inout SecDictionary) {
+        guard let pin = state.withLock({ $0.smartCardPIN }) else { return }
+        dictionary[SecKeys.useSmartCardPIN] = .data(pin.withUnsafeBytes { Array($0) })
     }
 
     private static func policyNumber(_ policy: LAPolicy) -> Int {

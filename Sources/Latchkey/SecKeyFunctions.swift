@@ -24,6 +24,13 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         let permanentPublic = KeyGeneration.isPermanent(publicParameters)
         // A key for a token (kSecAttrTokenID) is made on the token, by the agent, stored or not.
         if permanentPrivate || dictionary[SecAttr.tokenID] != nil {
+            var dictionary = dictionary
+            if dictionary[SecAttr.tokenID] != nil,
+                let context = (parameters as NSDictionary)[kSecUseAuthenticationContext] as? LAContext
+            {
+                context.applySmartCardPIN(to: &dictionary)
+            }
+            defer { dictionary[SecKeys.useSmartCardPIN]?.wipeDataInPlace() }
             guard let value = try agentCall(.generateKey(dictionary)),
                 case .key(let reference) = try ItemReference(value)
             else {
@@ -332,9 +339,11 @@ private func agentOperation(
     if let algorithm { request[KeyOperation.Field.algorithm] = .string(algorithm.name) }
     if let context = key.authenticationContext {
         request[SecKeys.useAuthenticationContext] = .data(try context.requestHandle())
-        // Its reason and interactionNotAllowed; keys take no application password.
+        // Its reason and interactionNotAllowed; keys take no application password, token keys a PIN.
         context.applyUse(to: &request, withPassword: false)
+        context.applySmartCardPIN(to: &request)
     }
+    defer { request[SecKeys.useSmartCardPIN]?.wipeDataInPlace() }
     guard case .data(let output)? = try agentCall(.keyOperation(request)) else {
         throw SecError(SecStatus.internalComponent, "the agent returned no result")
     }

@@ -57,6 +57,8 @@ package final class UserPresence: Sendable {
         /// A question asked through the prompter instead of a PAM check: an application password's
         /// (docs/ACCESS-CONTROL.md §8) or a token's PIN (docs/TOKENS.md, "The PIN").
         let question: String?
+        /// A confirmation asked instead (its OK button's label): a token's PIN pad, a key made on a token.
+        let confirmation: String?
         /// Guarded by the monitor.
         var outcome: PAMUserCheck.Outcome?
         /// Guarded by the monitor: what the user answered to `question`, taken once by the asking thread.
@@ -67,11 +69,15 @@ package final class UserPresence: Sendable {
         var dismissed = false
         /// Guarded by the monitor: the conversation of the transaction running for it.
         var conversation: PinentryConversation?
-        init(description: String, pid: Int32, services: [String] = [], question: String? = nil) {
+        init(
+            description: String, pid: Int32, services: [String] = [], question: String? = nil,
+            confirmation: String? = nil
+        ) {
             self.description = description
             self.pid = pid
             self.services = services
             self.question = question
+            self.confirmation = confirmation
         }
     }
 
@@ -136,17 +142,29 @@ package final class UserPresence: Sendable {
     }
 
     /// Asks the user for a token's PIN through the prompter, in the same queue as the user checks (one
-    /// prompt at a time): the PIN, or errSecUserCanceled / errSecInteractionNotAllowed.
-    func askPIN(_ request: TokenService.PINRequest) throws(SecError) -> SecretBytes {
-        let job = Job(
-            description: Self.pinDescription(request), pid: request.caller.pid,
-            question: "PIN for \(Self.printable(request.tokenLabel, limit: 64)):")
+    /// prompt at a time): the PIN; nil once a confirmation (`.pinPad`, `.confirm`) was given; or
+    /// errSecUserCanceled / errSecInteractionNotAllowed.
+    func askPIN(_ request: TokenService.PINRequest) throws(SecError) -> SecretBytes? {
+        let job: Job
+        switch request.kind {
+        case .pin:
+            job = Job(
+                description: Self.pinDescription(request), pid: request.caller.pid,
+                question: "PIN for \(Self.printable(request.tokenLabel, limit: 64)):")
+        case .pinPad:
+            job = Job(description: Self.pinDescription(request), pid: request.caller.pid, confirmation: "Continue")
+        case .confirm:
+            job = Job(
+                description: Self.pinDescription(request), pid: request.caller.pid,
+                confirmation: request.purpose == .useKey ? "Allow" : "Make the key")
+        }
         do {
             try run(job, clientGone: { false })
         } catch {
             throw error.status == SecStatus.authFailed
                 ? SecError(SecStatus.interactionNotAllowed, "the PIN prompt could not be shown") : error
         }
+        guard request.kind == .pin else { return nil }
         guard
             let pin = monitor.locked({ () -> SecretBytes? in
                 defer { job.answer = nil }
@@ -164,11 +182,17 @@ package final class UserPresence: Sendable {
         if let application = request.caller.accessGroups.first, application != Caller.defaultAccessGroup {
             program = "\(application) (\(program))"
         }
-        let key = request.keyLabel.map { "the key \u{201C}\(printable($0, limit: 100))\u{201D}" } ?? "a key"
+        let label = request.keyLabel.map { " \u{201C}\(printable($0, limit: 100))\u{201D}" }
+        let action: String
+        switch request.purpose {
+        case .useKey: action = "use " + (label.map { "the key" + $0 } ?? "a key")
+        case .makeKey(let kind): action = "make a new \(printable(kind, limit: 40)) key\(label ?? "")"
+        }
         var text =
-            "\(printable(program, limit: 300)) wants to use \(key) on the token "
+            "\(printable(program, limit: 300)) wants to \(action) on the token "
             + "\u{201C}\(printable(request.tokenLabel, limit: 64))\u{201D} (\(printable(request.tokenID, limit: 140)))."
         if let prompt = request.prompt, !prompt.isEmpty { text += "\n\n" + printable(prompt, limit: 500) }
+        if request.kind == .pinPad { text += "\n\nContinue, then enter the PIN on the reader's PIN pad." }
         return text
     }
 
@@ -228,7 +252,7 @@ package final class UserPresence: Sendable {
             }) {
                 var outcome = PAMUserCheck.Outcome.failed
                 var answer: SecretBytes?
-                if let question = job.question {
+                if job.question != nil || job.confirmation != nil {
                     let conversation = PinentryConversation(prompter: prompter, description: job.description)
                     let dismissed = monitor.locked { () -> Bool in
                         job.conversation = conversation
@@ -237,7 +261,9 @@ package final class UserPresence: Sendable {
                     if dismissed {
                         outcome = .cancelled
                     } else {
-                        switch conversation.ask(question) {
+                        let said =
+                            job.question.map { conversation.ask($0) } ?? conversation.confirm(ok: job.confirmation!)
+                        switch said {
                         case .answer(let given):
                             answer = given
                             outcome = .passed
@@ -248,7 +274,7 @@ package final class UserPresence: Sendable {
                     monitor.locked { job.conversation = nil }
                     conversation.close()
                 }
-                for service in job.question != nil ? [] : job.services {
+                for service in job.question != nil || job.confirmation != nil ? [] : job.services {
                     let conversation = PinentryConversation(prompter: prompter, description: job.description)
                     let dismissed = monitor.locked { () -> Bool in
                         job.conversation = conversation

@@ -39,6 +39,11 @@ struct Identities {
         return certificateQuery
     }
 
+    /// The private key a certificate forms an identity with: from the same place only. A stored
+    /// certificate joins a stored key; a token's certificate a key of the same token. Otherwise any program
+    /// could store a certificate it made for the public key of the user's smart card (a public key is
+    /// public) and have it stand as an identity of the card's key, under a subject and issuer it chose;
+    /// or a token could lend its certificate to a stored key (docs/TOKENS.md §8).
     private func privateKey(for certificate: OpenItem, filters: SecDictionary) throws(SecError) -> OpenItem? {
         guard case .data(let hash)? = certificate.attributes[SecAttr.publicKeyHash], !hash.isEmpty else { return nil }
         var keyQuery = ItemQuery(itemClass: .key, limit: .one)
@@ -46,7 +51,10 @@ struct Identities {
         keyQuery.attributes[SecAttr.applicationLabel] = .data(hash)
         keyQuery.attributes[SecAttr.keyClass] = .int(KeyReference.classPrivate)
         keyQuery.synchronizable = nil
-        return try items.find(keyQuery, limit: 1).first
+        guard let token = certificate.token else { return try items.findStored(keyQuery, limit: 1).first }
+        if let asked = keyQuery.attributes[SecAttr.tokenID], asked != .string(token.tokenID) { return nil }
+        keyQuery.attributes[SecAttr.tokenID] = .string(token.tokenID)
+        return try items.tokenItems(keyQuery, present: items.presentTokenItems, limit: 1).first
     }
 
     /// SecItemAdd of an identity reference: the certificate, then the key. A duplicate certificate is
@@ -205,9 +213,18 @@ struct Identities {
     }
 
     /// SecItemUpdate of identities: the certificate's attributes, then the key's, in one transaction.
+    /// Token identities are among those changed only when the query names tokens, and then the update is
+    /// refused as read-only (`findForChange`): a query that also matched a smart card's identity must
+    /// still change the stored ones it meant.
     func update(_ query: ItemQuery, _ changes: Changes) throws(SecError) {
-        let pairs = try items.presence.admit(
-            try find(query, limit: nil), ui: query.authenticationUI, prompt: query.operationPrompt, operation: .change
+        var pairs: [IdentityPair] = []
+        for certificate in try items.findForChange(Self.certificateHalf(of: query), limit: nil) {
+            guard let key = try privateKey(for: certificate, filters: query.keyAttributes) else { continue }
+            if certificate.token != nil || key.token != nil { throw ItemRules.tokenItemsAreReadOnly }
+            pairs.append(IdentityPair(certificate: certificate, key: key))
+        }
+        pairs = try items.presence.admit(
+            pairs, ui: query.authenticationUI, prompt: query.operationPrompt, operation: .change
         ) { [$0.certificate, $0.key] }
         guard !pairs.isEmpty else { throw SecError.notFound }
         do {

@@ -18,6 +18,8 @@ enum KeyOperations {
         var prompt: String?
         /// `kSecUseAuthenticationUI`: whether a token's PIN may be asked for.
         var authenticationUI = AuthenticationUI.allow
+        /// A token key's PIN, given by the program with its `LAContext`.
+        var pin: SecretBytes?
 
         init(parsing request: SecDictionary) throws(SecError) {
             guard case .data(let refBytes)? = request[KeyOperation.Field.key], let ref = PersistentRef(bytes: refBytes),
@@ -39,10 +41,8 @@ enum KeyOperations {
                 requestedSize: request[KeyOperation.Field.requestedSize]?.integerValue.map(Int.init),
                 sharedInfo: request[KeyOperation.Field.sharedInfo]?.dataValue ?? [])
             prompt = request[SecKeys.useOperationPrompt]?.stringValue
-            switch request[SecKeys.useAuthenticationUI]?.stringValue {
-            case SecKeys.useAuthenticationUIFail?, SecKeys.useAuthenticationUISkip?: authenticationUI = .fail
-            default: break
-            }
+            authenticationUI = request.tokenAuthenticationUI
+            pin = try request.smartCardPIN()
         }
 
         /// What the access policy is asked: an export reads the key's data; the others only use it.

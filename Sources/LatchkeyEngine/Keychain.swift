@@ -128,7 +128,8 @@ package final class Keychain: @unchecked Sendable {
                         item: token, operation: operation.operation, algorithm: operation.algorithm,
                         input: operation.input, peer: operation.exchange.peer,
                         requestedSize: operation.exchange.requestedSize, sharedInfo: operation.exchange.sharedInfo,
-                        caller: caller, prompt: operation.prompt, authenticationUI: operation.authenticationUI)))
+                        caller: caller, prompt: operation.prompt, authenticationUI: operation.authenticationUI,
+                        pin: operation.pin)))
         }
         let (result, imported) = try KeyOperations.perform(operation, with: key)
         if let imported {
@@ -200,7 +201,8 @@ package final class Keychain: @unchecked Sendable {
             TokenKeyGeneration(
                 tokenID: id, keyType: type, sizeInBits: size, label: privateParameters[SecAttr.label]?.stringValue,
                 tag: privateParameters[SecAttr.applicationTag]?.dataValue, caller: caller,
-                prompt: parameters[SecKeys.useOperationPrompt]?.stringValue))
+                prompt: parameters[SecKeys.useOperationPrompt]?.stringValue,
+                authenticationUI: parameters.tokenAuthenticationUI, pin: try parameters.smartCardPIN()))
         guard let reference = try ResultBuilder.reference(for: OpenItem(token: item)) else {
             throw SecError(SecStatus.internalComponent, "the new token key has no reference")
         }

@@ -59,6 +59,9 @@ package struct TokenKeyRequest: Sendable {
     package var prompt: String?
     /// `kSecUseAuthenticationUI`: `.fail` answers errSecInteractionNotAllowed where a PIN would be asked.
     package var authenticationUI: AuthenticationUI
+    /// The PIN the program gave with its `LAContext` (`setCredential(_:type: .smartCardPIN)`): used for a
+    /// login in place of asking the user.
+    package var pin: SecretBytes? = nil
 }
 
 /// What the engine asks of the tokens (implemented by `LatchkeyTokens`, wired in by the agent). Both calls
@@ -88,6 +91,32 @@ package struct TokenKeyGeneration: Sendable {
     package var tag: [UInt8]?
     package var caller: Caller
     package var prompt: String?
+    /// `kSecUseAuthenticationUI`: `.fail` answers errSecInteractionNotAllowed where the user would be asked.
+    package var authenticationUI: AuthenticationUI = .allow
+    /// The PIN the program gave with its `LAContext`, for the login (see `TokenKeyRequest.pin`).
+    package var pin: SecretBytes? = nil
+}
+
+extension SecDictionary {
+    /// The smart-card PIN a request carries (`u_CardPIN`, from `LAContext.setCredential(_:type:
+    /// .smartCardPIN)`), copied into wiping storage; the request's own copy is wiped with its other data
+    /// once answered. errSecParam for a value that is not data of 1 to 256 bytes.
+    package func smartCardPIN() throws(SecError) -> SecretBytes? {
+        guard let value = self[SecKeys.useSmartCardPIN] else { return nil }
+        guard case .data(let bytes) = value, (1...SecKeys.maximumSmartCardPINLength).contains(bytes.count) else {
+            throw .param("the smart card PIN must be data of 1 to \(SecKeys.maximumSmartCardPINLength) bytes")
+        }
+        return SecretBytes(copying: bytes)
+    }
+
+    /// `kSecUseAuthenticationUI` (or the older `kSecUseNoAuthenticationUI`) as a token sees it: Fail and
+    /// Skip both mean the user may not be asked.
+    package var tokenAuthenticationUI: AuthenticationUI {
+        switch self[SecKeys.useAuthenticationUI]?.stringValue {
+        case SecKeys.useAuthenticationUIFail?, SecKeys.useAuthenticationUISkip?: return .fail
+        default: return self[SecKeys.useNoAuthenticationUI] == .bool(true) ? .fail : .allow
+        }
+    }
 }
 
 extension OpenItem {

@@ -55,6 +55,11 @@ package enum SecKeys {
     /// latchkey's own: the application password of the request's `LAContext` (`setCredential`), which
     /// Apple carries inside the context (docs/PROTOCOL.md, "Authentication contexts").
     package static let useApplicationPassword = "u_AppPwd"
+    /// latchkey's own: the smart-card PIN of the request's `LAContext` (`setCredential(_:type:
+    /// .smartCardPIN)`), for a token key's login (docs/TOKENS.md §5).
+    package static let useSmartCardPIN = "u_CardPIN"
+    /// The longest smart-card PIN a request may carry.
+    package static let maximumSmartCardPINLength = 256
     package static let useDataProtectionKeychain = "nleg"
 
     // Attribute values that are strings.

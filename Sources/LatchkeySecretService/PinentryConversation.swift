@@ -58,6 +58,18 @@ package final class PinentryConversation {
         }
     }
 
+    /// Asks the user to confirm the description with a button labelled `ok` (pinentry's CONFIRM):
+    /// `.answer` with no bytes when confirmed.
+    package func confirm(ok: String) -> Answer {
+        do {
+            let channel = try open()
+            try channel.command("SETOK " + Assuan.escape(String(ok.prefix(60)), maximumBytes: 200))
+            return try channel.confirm() ? .answer(SecretBytes(count: 0)) : .cancelled
+        } catch {
+            return error.timedOut ? .timedOut : .failed(error.message)
+        }
+    }
+
     /// Dismisses the conversation from another thread (its client went away): stops the prompter now, or
     /// as soon as it starts, so the question waiting on it, and those after it, fail at once.
     package func cancel() {

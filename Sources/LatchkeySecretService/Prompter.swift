@@ -242,6 +242,22 @@ final class PinentryChannel {
         }
     }
 
+    /// CONFIRM: true when the user chose OK, false when they cancelled (or closed the prompt).
+    func confirm() throws(PrompterError) -> Bool {
+        try send("CONFIRM")
+        while true {
+            let line = try readLine()
+            if line == Array("OK".utf8) || line.starts(with: Array("OK ".utf8)) { return true }
+            if line.starts(with: Array("S ".utf8)) || line.starts(with: Array("#".utf8)) { continue }
+            let text = String(decoding: line.prefix(200), as: UTF8.self)
+            // GPG_ERR_CANCELED and GPG_ERR_NOT_CONFIRMED are the user saying no.
+            if text.hasPrefix("ERR 83886179") || text.hasPrefix("ERR 83886142") || text.hasPrefix("ERR 83886194") {
+                return false
+            }
+            throw PrompterError(message: "the prompter could not ask: \(text)")
+        }
+    }
+
     func expectOK() throws(PrompterError) {
         while true {
             let line = try readLine()

@@ -15,6 +15,20 @@ extension TokenService {
             throw SecError(SecStatus.itemNotFound, "no token \(request.tokenID) is present")
         }
         let id = request.tokenID
+        let ckaID = Self.ckaID(of: privateTemplate)
+        // Refused before anyone is asked, when the token shows an object with that CKA_ID already (the
+        // job below checks again, on the token, with the objects a login reveals).
+        if !ckaID.isEmpty, token.view.items.contains(where: { $0.attributes[SecAttr.applicationTag] == .data(ckaID) }) {
+            throw SecError(SecStatus.duplicateItem, "the token \(id) has an object with this CKA_ID already")
+        }
+        let question = PINRequest(
+            caller: request.caller, tokenID: id, tokenLabel: token.view.info.label, keyLabel: request.label,
+            prompt: request.prompt, purpose: .makeKey(Self.describe(request)))
+        // Making a key writes to the token for good: the user says yes to each one, through the PIN
+        // prompt when the token wants a login, else through a confirmation, unless the program proved it
+        // may by logging in with the PIN itself (its LAContext's). A program that may use the token's keys
+        // may not fill it with keys of its own behind the user's back.
+        var userAgreed = false
         if token.view.info.needsLogin {
             guard
                 let loggedIn = loaded.worker.run(
@@ -26,16 +40,15 @@ extension TokenService {
             else { throw Self.noAnswer(id) }
             guard let loggedIn else { throw SecError(SecStatus.itemNotFound, "the token \(id) was removed") }
             if !loggedIn {
-                var pin: SecretBytes?
-                if !token.view.info.protectedAuthenticationPath {
-                    guard let askPIN else {
+                var pin = request.pin
+                if pin == nil {
+                    guard request.authenticationUI == .allow else {
                         throw SecError(
-                            SecStatus.interactionNotAllowed, "the token's PIN is needed and nobody can be asked")
+                            SecStatus.interactionNotAllowed, "the token's PIN is needed (kSecUseAuthenticationUIFail)")
                     }
-                    pin = try askPIN(
-                        PINRequest(
-                            caller: request.caller, tokenID: id, tokenLabel: token.view.info.label,
-                            keyLabel: request.label, prompt: request.prompt))
+                    var asked = question
+                    asked.kind = token.view.info.protectedAuthenticationPath ? .pinPad : .pin
+                    pin = try ask(asked, token: token.view)
                 }
                 let entered = pin
                 // Given up at the deadline, the login is cancelled and the PIN let go: it never logs in late.
@@ -47,11 +60,22 @@ extension TokenService {
                     }
                 }
                 guard let rv else { throw Self.noAnswer(id) }
+                // Already logged in (another request got there first): the PIN proved nothing, so ask.
                 guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else { throw Self.loginError(rv, id) }
+                userAgreed = rv == CKR_OK
             }
         }
+        if !userAgreed {
+            guard request.authenticationUI == .allow else {
+                throw SecError(
+                    SecStatus.interactionNotAllowed,
+                    "making a key on the token needs the user's consent (kSecUseAuthenticationUIFail)")
+            }
+            var asked = question
+            asked.kind = .confirm
+            _ = try ask(asked, token: token.view)
+        }
         let index = token.module
-        let ckaID = Self.ckaID(of: privateTemplate)
         let made = loaded.worker.run(timeout: Self.operationTimeout) {
             [self] () -> Generated in
             guard let current = self.token(id: id) else {
@@ -109,6 +133,11 @@ extension TokenService {
         case made([UInt8])
         case failed(PKCS11Module.Failure)
         case duplicate
+    }
+
+    /// The kind of key, for the prompt: "EC P-256", "RSA 2048-bit".
+    static func describe(_ request: TokenKeyGeneration) -> String {
+        request.keyType == KeyReference.typeEC ? "EC P-\(request.sizeInBits)" : "RSA \(request.sizeInBits)-bit"
     }
 
     /// The CKA_ID a template sets (`templates` always sets one).

@@ -37,13 +37,7 @@ extension TokenService {
             }
             var pin: SecretBytes?
             if needsLogin || key.alwaysAuthenticate {
-                guard request.authenticationUI == .allow else {
-                    throw SecError(
-                        SecStatus.interactionNotAllowed, "the token's PIN is needed (kSecUseAuthenticationUIFail)")
-                }
-                if !token.view.info.protectedAuthenticationPath {
-                    pin = try askForPIN(request, token: token.view)
-                }
+                pin = try pinForUse(request, token: token.view)
             }
             if needsLogin {
                 let entered = pin
@@ -93,18 +87,35 @@ extension TokenService {
         throw SecError(SecStatus.authFailed, "the token logged out during the operation")
     }
 
-    private func askForPIN(_ request: TokenKeyRequest, token: TokenView) throws(SecError) -> SecretBytes {
+    /// The PIN for a login with a key: the program's own (`LAContext.setCredential(_:type: .smartCardPIN)`,
+    /// which needs no prompt), else the user's, typed into the prompter; nil for a token with a PIN pad,
+    /// once the user confirmed the prompt that names the program (the pad itself cannot say who asks).
+    private func pinForUse(_ request: TokenKeyRequest, token: TokenView) throws(SecError) -> SecretBytes? {
+        if let given = request.pin { return given }
+        guard request.authenticationUI == .allow else {
+            throw SecError(SecStatus.interactionNotAllowed, "the token's PIN is needed (kSecUseAuthenticationUIFail)")
+        }
+        return try ask(
+            PINRequest(
+                caller: request.caller, tokenID: token.id, tokenLabel: token.info.label,
+                keyLabel: request.item.attributes[SecAttr.label]?.stringValue, prompt: request.prompt,
+                kind: token.info.protectedAuthenticationPath ? .pinPad : .pin),
+            token: token)
+    }
+
+    /// Asks the user through the agent's prompter: the PIN for `.pin`, nil once a confirmation was given.
+    func ask(_ question: PINRequest, token: TokenView) throws(SecError) -> SecretBytes? {
         guard let askPIN else {
             throw SecError(SecStatus.interactionNotAllowed, "the token's PIN is needed and nobody can be asked")
         }
-        if token.info.pinLocked {
+        if question.kind != .confirm && token.info.pinLocked {
             throw SecError(
                 SecStatus.authFailed, "the token's PIN is locked (CKR_PIN_LOCKED): unblock it with the SO PIN")
         }
-        return try askPIN(
-            PINRequest(
-                caller: request.caller, tokenID: token.id, tokenLabel: token.info.label,
-                keyLabel: request.item.attributes[SecAttr.label]?.stringValue, prompt: request.prompt))
+        let answer = try askPIN(question)
+        guard question.kind == .pin else { return nil }
+        guard let answer else { throw SecError(SecStatus.interactionNotAllowed, "the prompter gave no PIN") }
+        return answer
     }
 
     static func noAnswer(_ id: String) -> SecError {

@@ -17,15 +17,48 @@ import Logging
 package final class TokenService: TokenSource, @unchecked Sendable {
     /// What a PIN prompt shows and for whom.
     package struct PINRequest: Sendable {
+        /// What the user is asked for.
+        package enum Kind: Sendable, Equatable {
+            /// The PIN, typed into the prompter.
+            case pin
+            /// A confirmation that the program may go on, before the token's own PIN pad asks for the
+            /// PIN: the pad cannot say which program asks.
+            case pinPad
+            /// A confirmation alone: the token is logged in already, and the program wants to write to it.
+            case confirm
+        }
+        /// Why the token is used.
+        package enum Purpose: Sendable, Equatable {
+            /// A key operation with the key `keyLabel` names.
+            case useKey
+            /// A new key pair, described (e.g. "EC P-256"), to be made on the token.
+            case makeKey(String)
+        }
         package var caller: Caller
         package var tokenID: String
         package var tokenLabel: String
         package var keyLabel: String?
         /// `kSecUseOperationPrompt`.
         package var prompt: String?
+        package var kind: Kind
+        package var purpose: Purpose
+
+        package init(
+            caller: Caller, tokenID: String, tokenLabel: String, keyLabel: String?, prompt: String?,
+            kind: Kind = .pin, purpose: Purpose = .useKey
+        ) {
+            self.caller = caller
+            self.tokenID = tokenID
+            self.tokenLabel = tokenLabel
+            self.keyLabel = keyLabel
+            self.prompt = prompt
+            self.kind = kind
+            self.purpose = purpose
+        }
     }
-    /// Asks the user for a token's PIN: the PIN, or errSecUserCanceled / errSecInteractionNotAllowed.
-    package typealias PINPrompt = @Sendable (PINRequest) throws(SecError) -> SecretBytes
+    /// Asks the user for a token's PIN (`.pin`: the PIN) or for a confirmation (nil once confirmed);
+    /// errSecUserCanceled / errSecInteractionNotAllowed otherwise.
+    package typealias PINPrompt = @Sendable (PINRequest) throws(SecError) -> SecretBytes?
 
     /// How long a module may take to initialise, and a scan or a login; an operation waits `operationTimeout`.
     static let callTimeout: Duration = .seconds(10)

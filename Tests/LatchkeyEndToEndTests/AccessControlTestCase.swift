@@ -26,8 +26,9 @@ class AccessControlTestCase: AgentTestCase {
         let checker = base + "/check-password"
         try write("#!/bin/sh\npw=$(tr -d '\\000')\n[ \"$pw\" = sesame ]\n", to: checker, mode: 0o755)
         try write("auth required pam_exec.so expose_authtok quiet \(checker)\n", to: pamDirectory + "/latchkey")
-        // The stand-in pinentry: records SETDESC and SETPROMPT, answers GETPIN from the answers file
-        // (line n for the n-th question; none: cancel; "!wait": never answers).
+        // The stand-in pinentry: records SETDESC, SETPROMPT and SETOK, answers GETPIN and CONFIRM from the
+        // answers file (line n for the n-th question; none: cancel; "!wait": never answers; for CONFIRM,
+        // any other line: OK).
         let prompter = base + "/prompter"
         try write(
             """
@@ -36,7 +37,14 @@ class AccessControlTestCase: AgentTestCase {
             echo "OK ready"
             while IFS= read -r line; do
               case "$line" in
-                SETDESC*|SETPROMPT*) echo "$line" >> "\(shown)"; echo OK ;;
+                SETDESC*|SETPROMPT*|SETOK*) echo "$line" >> "\(shown)"; echo OK ;;
+                CONFIRM*)
+                  n=$((n + 1))
+                  echo CONFIRM >> "\(shown)"
+                  answer=$(sed -n "${n}p" "\(answers)" 2>/dev/null)
+                  if [ -z "$answer" ]; then echo "ERR 83886179 Operation cancelled"
+                  elif [ "$answer" = "!wait" ]; then exec sleep 600
+                  else echo OK; fi ;;
                 GETPIN*)
                   n=$((n + 1))
                   answer=$(sed -n "${n}p" "\(answers)" 2>/dev/null)

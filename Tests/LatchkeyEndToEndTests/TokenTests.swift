@@ -275,7 +275,8 @@ final class TokenTests: TokenTestCase {
     func testKeysGeneratedOnTheToken() throws {
         let serial = try makeToken("tok1")
         waitForItems(tokens: 1)
-        try answer(Self.pin)
+        // The login's PIN for the first key; a confirmation for the second, the token being logged in.
+        try answer(Self.pin, "yes")
         let tokenID = "softhsm2:\(serial)"
         for (type, bits, algorithm) in [
             (kSecAttrKeyTypeECSECPrimeRandom, 256, SecKeyAlgorithm.ecdsaSignatureMessageX962SHA256),
@@ -299,7 +300,7 @@ final class TokenTests: TokenTestCase {
             XCTAssertEqual(found.count, 1)
             XCTAssertEqual(found.first?[kSecAttrTokenID as String] as? String, tokenID)
         }
-        XCTAssertEqual(promptsShown(), 1, "one login for both keys")
+        XCTAssertEqual(promptsShown(), 2, "one login for both keys, and a confirmation for the second")
         var error: Unmanaged<CFError>?
         let keys = tokenItems(kSecClassKey, [kSecAttrKeyClass: kSecAttrKeyClassPrivate]).count
         // Not a second key with the CKA_ID (application tag) of one the token has, nor an RSA key the
