@@ -213,7 +213,8 @@ let package = Package(
             dependencies: ["LatchkeyEngine", "LatchkeyCodec", "LatchkeyStore", "LatchkeyEngineTestSupport"],
             resources: [.copy("Vectors")]),
         // The agent's pure logic (its lock schedule, with a fake clock); the agent as a process is tested end to end.
-        .testTarget(name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent", "LatchkeyApplications"]),
+        .testTarget(
+            name: "LatchkeyAgentTests", dependencies: ["LatchkeyAgent", "LatchkeyApplications", "LatchkeyTestSupport"]),
         // Test helpers shared by test targets (a private dbus-daemon, ...).
         .target(name: "LatchkeyTestSupport", dependencies: ["LatchkeyDBus"], path: "Tests/LatchkeyTestSupport"),
         .testTarget(

@@ -2,6 +2,7 @@ import Foundation
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecretService
+import LatchkeyTestSupport
 import LatchkeyTokens
 import XCTest
 
@@ -18,26 +19,7 @@ final class TokenPromptTests: XCTestCase {
         directory = NSTemporaryDirectory() + "lk-token-prompt-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let prompter = directory + "/prompter"
-        try """
-        #!/bin/sh
-        n=0
-        echo "OK ready"
-        while IFS= read -r line; do
-          case "$line" in
-            SETDESC*|SETPROMPT*|SETOK*) echo "$line" >> "\(directory)/shown"; echo OK ;;
-            CONFIRM*|GETPIN*)
-              n=$((n + 1))
-              echo "${line%% *}" >> "\(directory)/shown"
-              answer=$(sed -n "${n}p" "\(directory)/answers" 2>/dev/null)
-              if [ -z "$answer" ]; then echo "ERR 83886179 Operation cancelled"
-              elif [ "${line%% *}" = GETPIN ]; then printf 'D %s\\nOK\\n' "$answer"
-              else echo OK; fi ;;
-            BYE*) echo OK; exit 0 ;;
-            *) echo OK ;;
-          esac
-        done
-        """.write(toFile: prompter, atomically: true, encoding: .utf8)
-        chmod(prompter, 0o755)
+        try StandInPinentry.write(to: prompter, shown: directory + "/shown", answers: directory + "/answers")
         presence = UserPresence(prompter: PinentryPrompter(command: [prompter], timeoutSeconds: 5), directory: nil)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyTestSupport
 import XCTest
 
 @testable import Latchkey
@@ -26,36 +27,9 @@ class AccessControlTestCase: AgentTestCase {
         let checker = base + "/check-password"
         try write("#!/bin/sh\npw=$(tr -d '\\000')\n[ \"$pw\" = sesame ]\n", to: checker, mode: 0o755)
         try write("auth required pam_exec.so expose_authtok quiet \(checker)\n", to: pamDirectory + "/latchkey")
-        // The stand-in pinentry: records SETDESC, SETPROMPT and SETOK, answers GETPIN and CONFIRM from the
-        // answers file (line n for the n-th question; none: cancel; "!wait": never answers; for CONFIRM,
-        // any other line: OK).
+        // The stand-in pinentry: records what it is shown, answers from the answers file.
         let prompter = base + "/prompter"
-        try write(
-            """
-            #!/bin/sh
-            n=0
-            echo "OK ready"
-            while IFS= read -r line; do
-              case "$line" in
-                SETDESC*|SETPROMPT*|SETOK*) echo "$line" >> "\(shown)"; echo OK ;;
-                CONFIRM*)
-                  n=$((n + 1))
-                  echo CONFIRM >> "\(shown)"
-                  answer=$(sed -n "${n}p" "\(answers)" 2>/dev/null)
-                  if [ -z "$answer" ]; then echo "ERR 83886179 Operation cancelled"
-                  elif [ "$answer" = "!wait" ]; then exec sleep 600
-                  else echo OK; fi ;;
-                GETPIN*)
-                  n=$((n + 1))
-                  answer=$(sed -n "${n}p" "\(answers)" 2>/dev/null)
-                  if [ -z "$answer" ]; then echo "ERR 83886179 Operation cancelled"
-                  elif [ "$answer" = "!wait" ]; then exec sleep 600
-                  else printf 'D %s\\nOK\\n' "$answer"; fi ;;
-                BYE*) echo OK; exit 0 ;;
-                *) echo OK ;;
-              esac
-            done
-            """, to: prompter, mode: 0o755)
+        try StandInPinentry.write(to: prompter, shown: shown, answers: answers)
         setenv("LATCHKEY_PAM_DIR", pamDirectory, 1)
         setenv("LATCHKEY_PROMPTER", prompter, 1)
         setenv("LATCHKEY_PRESENCE_TIMEOUT", "8", 1)
