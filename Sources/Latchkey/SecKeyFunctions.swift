@@ -252,6 +252,12 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
         }
     }
     attributes[SecKeys.itemClass] = .string(SecKeys.classKey)
+    // A token's key says which token holds it, as Apple's (the usual way to tell a key that never leaves
+    // its hardware); its private half is sensitive there.
+    if let tokenID = key.reference.tokenID {
+        attributes[SecAttr.tokenID] = .string(tokenID)
+        if key.reference.isPrivate { attributes["sens"] = .bool(true) }
+    }
     if let local = key.local {
         if local.isPrivate {
             if let bytes = try? local.externalRepresentation() {

@@ -90,10 +90,12 @@ enum ResultBuilder {
         if let token = item.token {
             // A token key is described by its public half; a private one is used through its reference.
             let isPrivate = token.keyClass == KeyReference.classPrivate
-            return KeyReference(
+            var reference = KeyReference(
                 keyType: token.keyType, keyClass: token.keyClass, sizeInBits: token.sizeInBits, publicKey: token.data,
                 material: isPrivate ? nil : token.data, persistentRef: persistentRef(item),
                 extractable: !isPrivate)
+            reference.tokenID = token.tokenID
+            return reference
         }
         let keyClass = item.attributes[SecAttr.keyClass]?.integerValue ?? KeyReference.classPublic
         let keyType = item.attributes[SecAttr.keyType]?.integerValue ?? 0

@@ -56,6 +56,10 @@ package struct KeyReference: Sendable, Equatable {
     package var persistentRef: [UInt8]?
     /// False when the key may not leave the keychain (`kSecAttrIsExtractable` = false).
     package var extractable: Bool
+    /// `kSecAttrTokenID` of a token's key (docs/TOKENS.md §2), which `SecKeyCopyAttributes` shows, as
+    /// Apple's does for a key of CryptoTokenKit or the Secure Enclave. Only what the agent answered says
+    /// so; the agent never takes it from a caller's reference.
+    package var tokenID: String? = nil
 
     package static let typeRSA: Int64 = 42
     package static let typeEC: Int64 = 73
@@ -150,6 +154,7 @@ extension ItemReference {
         ]
         if let material = key.material { fields[SecKeys.valueData] = .data(material) }
         if let ref = key.persistentRef { fields[SecKeys.valuePersistentRef] = .data(ref) }
+        if let tokenID = key.tokenID { fields[SecAttr.tokenID] = .string(tokenID) }
         return fields
     }
 
@@ -193,9 +198,11 @@ extension ItemReference {
         guard material != nil || ref != nil else { throw .param("a key reference names neither key bytes nor an item") }
         // Fails closed: anything but 1 (or true) means the key may not be exported.
         let extractable = fields[Field.extractable].map { $0 == .int(1) || $0 == .bool(true) } ?? true
-        return KeyReference(
+        var reference = KeyReference(
             keyType: type, keyClass: keyClass, sizeInBits: size, publicKey: publicKey,
             material: material, persistentRef: ref, extractable: extractable)
+        reference.tokenID = fields[SecAttr.tokenID]?.stringValue
+        return reference
     }
 }
 

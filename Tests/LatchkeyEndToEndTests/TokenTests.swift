@@ -60,6 +60,17 @@ final class TokenTests: TokenTestCase {
                     kSecReturnData: true,
                 ]
                     as CFDictionary, &result), errSecDataNotAvailable)
+        // A key reference says which token holds it, as Apple's SecKeyCopyAttributes does; a key made in the
+        // process says nothing of the kind.
+        let key = try XCTUnwrap(identityKey("tok1-ec"))
+        let attributes = try XCTUnwrap(SecKeyCopyAttributes(key) as? [String: Any])
+        XCTAssertEqual(attributes[kSecAttrTokenID as String] as? String, id)
+        XCTAssertEqual(attributes[kSecAttrIsSensitive as String] as? Bool, true)
+        XCTAssertEqual(attributes[kSecAttrIsExtractable as String] as? Bool, false)
+        let local = try XCTUnwrap(
+            SecKeyCreateRandomKey(
+                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256] as CFDictionary, nil))
+        XCTAssertNil((SecKeyCopyAttributes(local) as? [String: Any])?[kSecAttrTokenID as String])
     }
 
     func testTokenItemsAreReadOnly() throws {
