@@ -60,6 +60,11 @@ final class PKCS11Module: @unchecked Sendable {
         var isInitialized: Bool { flags & CK_FLAGS(CKF_TOKEN_INITIALIZED) != 0 }
         var needsLogin: Bool { flags & CK_FLAGS(CKF_LOGIN_REQUIRED) != 0 }
         var pinLocked: Bool { flags & CK_FLAGS(CKF_USER_PIN_LOCKED) != 0 }
+        /// A wrong PIN was entered since the last good login (`CKF_USER_PIN_COUNT_LOW`), this is the last
+        /// try (`CKF_USER_PIN_FINAL_TRY`), or the PIN is locked.
+        var pinTriesSpent: Bool {
+            flags & CK_FLAGS(CKF_USER_PIN_COUNT_LOW | CKF_USER_PIN_FINAL_TRY | CKF_USER_PIN_LOCKED) != 0
+        }
         var protectedAuthenticationPath: Bool { flags & CK_FLAGS(CKF_PROTECTED_AUTHENTICATION_PATH) != 0 }
     }
 

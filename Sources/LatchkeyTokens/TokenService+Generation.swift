@@ -51,10 +51,12 @@ extension TokenService {
                     pin = try ask(asked, token: token.view)
                 }
                 let entered = pin
+                let fromProgram = request.pin != nil
                 // Given up at the deadline, the login is cancelled and the PIN let go: it never logs in late.
                 let rv = loaded.worker.runUnlessLate(timeout: Self.operationTimeout) { [self] () -> CK_RV in
                     guard let current = self.token(id: id) else { return CKR_TOKEN_NOT_PRESENT }
                     guard let entered else { return loaded.module.loginOnPinPad(current.session) }
+                    if fromProgram, Self.triesSpent(loaded.module, current.view.slot) { return Self.programPINHeldBack }
                     return entered.withUnsafeBytes {
                         loaded.module.login(current.session, pin: $0, contextSpecific: false)
                     }

@@ -39,12 +39,14 @@ extension TokenService {
             if needsLogin || key.alwaysAuthenticate {
                 pin = try pinForUse(request, token: token.view)
             }
+            let fromProgram = pin != nil && request.pin != nil
             if needsLogin {
                 let entered = pin
                 // Given up at the deadline, the login is cancelled and the PIN let go: it never logs in late.
                 let rv = loaded.worker.runUnlessLate(timeout: Self.operationTimeout) { [self] () -> CK_RV in
                     guard let (current, _) = self.token(holding: ref) else { return CKR_TOKEN_NOT_PRESENT }
                     guard let entered else { return loaded.module.loginOnPinPad(current.session) }
+                    if fromProgram, Self.triesSpent(loaded.module, current.view.slot) { return Self.programPINHeldBack }
                     return entered.withUnsafeBytes {
                         loaded.module.login(current.session, pin: $0, contextSpecific: false)
                     }
@@ -64,10 +66,12 @@ extension TokenService {
                     let handle = known.handle != 0
                         ? known.handle : loaded.module.privateKey(session, ckaID: known.ckaID)
                 else { return .failure(PKCS11Module.Failure(rv: CKR_KEY_HANDLE_INVALID, call: "C_FindObjects")) }
+                let slot = current.view.slot
                 let login: (() -> CK_RV)? =
                     known.alwaysAuthenticate
                     ? {
                         guard let contextPIN else { return loaded.module.loginOnPinPad(session) }
+                        if fromProgram, Self.triesSpent(loaded.module, slot) { return Self.programPINHeldBack }
                         return contextPIN.withUnsafeBytes {
                             loaded.module.login(session, pin: $0, contextSpecific: true)
                         }
@@ -118,6 +122,18 @@ extension TokenService {
         return answer
     }
 
+    /// What a login answers, in place of trying a PIN the program gave, when the token says a wrong PIN
+    /// was entered since its last good login: a program (any program that may use the token's keys)
+    /// must not use up the card's tries and lock its PIN; it may spend one, then the user must log in.
+    static let programPINHeldBack: CK_RV = 0x8000_0000 | 0x4C4B_0001  // CKR_VENDOR_DEFINED | "LK" 1
+
+    /// Whether the token says a wrong PIN was entered since its last good login, read now (C_GetTokenInfo):
+    /// the scan's copy may be a second old, long enough for a program to try twice. True when the
+    /// token cannot say, too.
+    static func triesSpent(_ module: PKCS11Module, _ slot: CK_SLOT_ID) -> Bool {
+        (try? module.tokenInfo(slot).pinTriesSpent) ?? true
+    }
+
     static func noAnswer(_ id: String) -> SecError {
         SecError(SecStatus.interactionNotAllowed, "the token \(id) did not answer in time")
     }
@@ -134,6 +150,11 @@ extension TokenService {
             SecError(SecStatus.itemNotFound, "the token \(id) was removed")
         case CKR_FUNCTION_CANCELED:
             SecError(SecStatus.userCanceled, "the PIN entry on the token was cancelled")
+        case programPINHeldBack:
+            SecError(
+                SecStatus.authFailed,
+                "a wrong PIN was entered for the token \(id) since its last login (CKF_USER_PIN_COUNT_LOW): "
+                    + "the program's PIN is not tried until the user logs in")
         default:
             SecError(SecStatus.authFailed, "login to the token \(id) failed (\(PKCS11Errors.name(rv)))")
         }
@@ -145,7 +166,7 @@ extension TokenService {
         case CKR_DEVICE_REMOVED, CKR_TOKEN_NOT_PRESENT, CKR_SESSION_HANDLE_INVALID, CKR_SESSION_CLOSED,
             CKR_OBJECT_HANDLE_INVALID, CKR_KEY_HANDLE_INVALID:
             return SecError(SecStatus.itemNotFound, detail)
-        case CKR_PIN_LOCKED, CKR_PIN_INCORRECT, CKR_PIN_EXPIRED, CKR_USER_NOT_LOGGED_IN:
+        case CKR_PIN_LOCKED, CKR_PIN_INCORRECT, CKR_PIN_EXPIRED, CKR_USER_NOT_LOGGED_IN, programPINHeldBack:
             return loginError(failure.rv, id)
         case CKR_MECHANISM_INVALID, CKR_MECHANISM_PARAM_INVALID, CKR_FUNCTION_NOT_SUPPORTED:
             return SecError(SecStatus.unimplemented, detail)

@@ -38,11 +38,20 @@ final class TokenPINTests: TokenTestCase {
         XCTAssertEqual(sign(key).1, Int(errSecAuthFailed), "the context's wrong PIN")
         XCTAssertEqual(promptsShown(), 0, "nobody is asked when the program gave the PIN")
 
+        // One wrong PIN was entered since the token's last good login (CKF_USER_PIN_COUNT_LOW): a program's
+        // PIN, even the right one, is no longer tried, so that no program can use up the card's tries.
         XCTAssertTrue(context.setCredential(Data(Self.pin.utf8), type: .smartCardPIN))
+        XCTAssertEqual(sign(key).1, Int(errSecAuthFailed), "held back until the user logs in")
+        XCTAssertEqual(promptsShown(), 0)
+        // The user logs in (through the prompt), which restores the count; a lock logs the token out.
+        XCTAssertEqual(sign(try XCTUnwrap(identityKey("tok1-ec"))).1, 0)
+        XCTAssertEqual(promptsShown(), 1)
+        try KeychainControl.lock(all: false)
+        try? FileManager.default.removeItem(atPath: shown)
         let (signature, status) = sign(key)
         XCTAssertEqual(status, 0)
         try verifyWithOpenSSL(try XCTUnwrap(signature), of: Data("m".utf8), base: "tok1-ec")
-        XCTAssertEqual(promptsShown(), 0)
+        XCTAssertEqual(promptsShown(), 0, "the program's PIN logged in")
 
         // Removed again, the credential is no longer sent: the token is logged in now, so nothing is asked.
         XCTAssertTrue(context.setCredential(nil, type: .smartCardPIN))
@@ -116,15 +125,21 @@ final class TokenPINTests: TokenTestCase {
         let serial = try makeToken("tok1")
         waitForItems(tokens: 1)
         let context = LAContext()
-        XCTAssertTrue(context.setCredential(Data("0000".utf8), type: .smartCardPIN))
-        try answer("yes", "yes")
-        XCTAssertEqual(makeKey("softhsm2:\(serial)", label: "wrong", context: context).1, Int(errSecAuthFailed))
         XCTAssertTrue(context.setCredential(Data(Self.pin.utf8), type: .smartCardPIN))
+        try answer("yes", "yes")
         let (made, status) = makeKey("softhsm2:\(serial)", label: "by-pin", context: context)
         XCTAssertEqual(status, 0)
         XCTAssertNotNil(made)
         XCTAssertEqual(promptsShown(), 0, "the program's own login stands for the user's consent")
         XCTAssertEqual(privateKeys(labelled: "by-pin"), 1)
+        // Logged out by a lock: a wrong PIN fails, and then the right one is held back until the user logs in.
+        try KeychainControl.lock(all: false)
+        XCTAssertTrue(context.setCredential(Data("0000".utf8), type: .smartCardPIN))
+        XCTAssertEqual(makeKey("softhsm2:\(serial)", label: "wrong", context: context).1, Int(errSecAuthFailed))
+        XCTAssertTrue(context.setCredential(Data(Self.pin.utf8), type: .smartCardPIN))
+        XCTAssertEqual(makeKey("softhsm2:\(serial)", label: "held", context: context).1, Int(errSecAuthFailed))
+        XCTAssertEqual(promptsShown(), 0)
+        XCTAssertEqual(privateKeys(labelled: "wrong") + privateKeys(labelled: "held"), 0)
     }
 
     /// An identity's two halves come from one place: a stored certificate never joins a token's key (any
