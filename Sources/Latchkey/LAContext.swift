@@ -118,6 +118,9 @@ public final class LAContext: NSObject, @unchecked Sendable {
         /// token key generation given this context; the agent gives it to the token's C_Login and keeps
         /// only the login.
         var smartCardPIN: SecretBytes?
+        /// The token the smart-card PIN first logged in to: it goes to that token only from then on, so a
+        /// program that uses keys of two tokens with one context does not hand one card's PIN to the other.
+        var smartCardPINToken: String?
     }
     private let state = Locked(State())
 
@@ -231,7 +234,9 @@ public final class LAContext: NSObject, @unchecked Sendable {
         state.withLock {
             switch type {
             case .applicationPassword: $0.applicationPassword = secret
-            case .smartCardPIN: $0.smartCardPIN = secret
+            case .smartCardPIN:
+                $0.smartCardPIN = secret
+                $0.smartCardPINToken = nil
             }
         }
         return true
@@ -254,6 +259,9 @@ public final class LAContext: NSObject, @unchecked Sendable {
             defer {
                 state.invalidated = true
                 state.handle = nil
+                // Its credentials serve no call any more.
+                state.applicationPassword = nil
+                state.smartCardPIN = nil
             }
             return state.handle
         }
@@ -322,10 +330,21 @@ public final class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// Puts the smart-card PIN, when set, into a key operation's or a token key generation's request
-    /// (`u_CardPIN`), as a copy of its own that the caller wipes once the request is sent.
-    func applySmartCardPIN(to dictionary: inout SecDictionary) {
-        guard let pin = state.withLock({ $0.smartCardPIN }) else { return }
+    /// (`u_CardPIN`) for the token `tokenID`, as a copy of its own that the caller wipes once the request
+    /// is sent. Not for another token than the one it already logged in to.
+    func applySmartCardPIN(to dictionary: inout SecDictionary, tokenID: String) {
+        guard
+            let pin = state.withLock({ state -> SecretBytes? in
+                guard state.smartCardPINToken == nil || state.smartCardPINToken == tokenID else { return nil }
+                return state.smartCardPIN
+            })
+        else { return }
         dictionary[SecKeys.useSmartCardPIN] = .data(pin.withUnsafeBytes { Array($0) })
+    }
+
+    /// A call that carried the smart-card PIN to `tokenID` succeeded: the PIN is that token's from now on.
+    func smartCardPINServed(_ tokenID: String) {
+        state.withLock { if $0.smartCardPIN != nil && $0.smartCardPINToken == nil { $0.smartCardPINToken = tokenID } }
     }
 
     private static func policyNumber(_ policy: LAPolicy) -> Int {

@@ -25,12 +25,15 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         // A key for a token (kSecAttrTokenID) is made on the token, by the agent, stored or not.
         if permanentPrivate || dictionary[SecAttr.tokenID] != nil {
             var dictionary = dictionary
-            if dictionary[SecAttr.tokenID] != nil,
-                let context = (parameters as NSDictionary)[kSecUseAuthenticationContext] as? LAContext
-            {
-                context.applySmartCardPIN(to: &dictionary)
+            let context = (parameters as NSDictionary)[kSecUseAuthenticationContext] as? LAContext
+            if case .string(let tokenID)? = dictionary[SecAttr.tokenID], let context {
+                context.applySmartCardPIN(to: &dictionary, tokenID: tokenID)
             }
-            defer { dictionary[SecKeys.useSmartCardPIN]?.wipeDataInPlace() }
+            // The request's copies of the context's credentials (`applyUse` put in its application password).
+            defer {
+                dictionary[SecKeys.useSmartCardPIN]?.wipeDataInPlace()
+                dictionary[SecKeys.useApplicationPassword]?.wipeDataInPlace()
+            }
             guard let value = try agentCall(.generateKey(dictionary)),
                 case .key(let reference) = try ItemReference(value)
             else {
@@ -345,13 +348,16 @@ private func agentOperation(
     if let algorithm { request[KeyOperation.Field.algorithm] = .string(algorithm.name) }
     if let context = key.authenticationContext {
         request[SecKeys.useAuthenticationContext] = .data(try context.requestHandle())
-        // Its reason and interactionNotAllowed; keys take no application password, token keys a PIN.
+        // Its reason and interactionNotAllowed; keys take no application password, a token's key its PIN.
         context.applyUse(to: &request, withPassword: false)
-        context.applySmartCardPIN(to: &request)
+        if let tokenID = key.reference.tokenID { context.applySmartCardPIN(to: &request, tokenID: tokenID) }
     }
     defer { request[SecKeys.useSmartCardPIN]?.wipeDataInPlace() }
     guard case .data(let output)? = try agentCall(.keyOperation(request)) else {
         throw SecError(SecStatus.internalComponent, "the agent returned no result")
+    }
+    if request[SecKeys.useSmartCardPIN] != nil, let tokenID = key.reference.tokenID {
+        key.authenticationContext?.smartCardPINServed(tokenID)
     }
     return output
 }

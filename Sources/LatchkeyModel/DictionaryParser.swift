@@ -247,6 +247,11 @@ package enum DictionaryParser {
             // securityd refuses its internal attributes in every dictionary (SecItemServer.c,
             // queryHasValidAttributes): errSecParam, not errSecNoSuchAttr.
             throw .param("'\(key)' is an internal attribute")
+        case SecAttr.tokenID where !query:
+            // Token items come from their token (docs/TOKENS.md); a stored item claiming a token's id would
+            // answer a query that names the token while it is away. Apple's SecItemAdd hands such an add to
+            // the token, whose items are read-only here.
+            throw .param("kSecAttrTokenID cannot be set on a stored item: token items come from the token")
         default:
             // An identity accepts every certificate and every key attribute; the certificate's wins.
             guard let spec = itemClass.attribute(key) ?? (identity ? ItemClass.key.attribute(key) : nil) else {

@@ -250,7 +250,8 @@ final class PinentryChannel {
             if line == Array("OK".utf8) || line.starts(with: Array("OK ".utf8)) { return true }
             if line.starts(with: Array("S ".utf8)) || line.starts(with: Array("#".utf8)) { continue }
             let text = String(decoding: line.prefix(200), as: UTF8.self)
-            // GPG_ERR_CANCELED and GPG_ERR_NOT_CONFIRMED are the user saying no.
+            // GPG_ERR_CANCELED and GPG_ERR_NOT_CONFIRMED are the user saying no; GPG_ERR_TIMEOUT nobody
+            // answering, which is no as well.
             if text.hasPrefix("ERR 83886179") || text.hasPrefix("ERR 83886142") || text.hasPrefix("ERR 83886194") {
                 return false
             }

@@ -40,7 +40,9 @@ extension TokenService {
             else { throw Self.noAnswer(id) }
             guard let loggedIn else { throw SecError(SecStatus.itemNotFound, "the token \(id) was removed") }
             if !loggedIn {
-                var pin = request.pin
+                // A PIN pad never takes the program's PIN (see `pinForUse`).
+                let programPIN = token.view.info.protectedAuthenticationPath ? nil : request.pin
+                var pin = programPIN
                 if pin == nil {
                     guard request.authenticationUI == .allow else {
                         throw SecError(
@@ -51,15 +53,19 @@ extension TokenService {
                     pin = try ask(asked, token: token.view)
                 }
                 let entered = pin
-                let fromProgram = request.pin != nil
+                let fromProgram = programPIN != nil
                 // Given up at the deadline, the login is cancelled and the PIN let go: it never logs in late.
                 let rv = loaded.worker.runUnlessLate(timeout: Self.operationTimeout) { [self] () -> CK_RV in
                     guard let current = self.token(id: id) else { return CKR_TOKEN_NOT_PRESENT }
                     guard let entered else { return loaded.module.loginOnPinPad(current.session) }
-                    if fromProgram, Self.triesSpent(loaded.module, current.view.slot) { return Self.programPINHeldBack }
-                    return entered.withUnsafeBytes {
+                    if fromProgram, self.programPINHeldBack(id) || Self.triesSpent(loaded.module, current.view.slot) {
+                        return Self.programPINHeldBack
+                    }
+                    let rv = entered.withUnsafeBytes {
                         loaded.module.login(current.session, pin: $0, contextSpecific: false)
                     }
+                    self.noteLogin(id, rv, fromProgram: fromProgram)
+                    return rv
                 }
                 guard let rv else { throw Self.noAnswer(id) }
                 // Already logged in (another request got there first): the PIN proved nothing, so ask.

@@ -39,17 +39,22 @@ extension TokenService {
             if needsLogin || key.alwaysAuthenticate {
                 pin = try pinForUse(request, token: token.view)
             }
-            let fromProgram = pin != nil && request.pin != nil
+            let fromProgram = pin != nil && request.pin != nil && !token.view.info.protectedAuthenticationPath
+            let id = token.view.id
             if needsLogin {
                 let entered = pin
                 // Given up at the deadline, the login is cancelled and the PIN let go: it never logs in late.
                 let rv = loaded.worker.runUnlessLate(timeout: Self.operationTimeout) { [self] () -> CK_RV in
                     guard let (current, _) = self.token(holding: ref) else { return CKR_TOKEN_NOT_PRESENT }
                     guard let entered else { return loaded.module.loginOnPinPad(current.session) }
-                    if fromProgram, Self.triesSpent(loaded.module, current.view.slot) { return Self.programPINHeldBack }
-                    return entered.withUnsafeBytes {
+                    if fromProgram, self.programPINHeldBack(id) || Self.triesSpent(loaded.module, current.view.slot) {
+                        return Self.programPINHeldBack
+                    }
+                    let rv = entered.withUnsafeBytes {
                         loaded.module.login(current.session, pin: $0, contextSpecific: false)
                     }
+                    self.noteLogin(id, rv, fromProgram: fromProgram)
+                    return rv
                 }
                 guard let rv else { throw Self.noAnswer(token.view.id) }
                 guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else { throw Self.loginError(rv, token.view.id) }
@@ -71,10 +76,14 @@ extension TokenService {
                     known.alwaysAuthenticate
                     ? {
                         guard let contextPIN else { return loaded.module.loginOnPinPad(session) }
-                        if fromProgram, Self.triesSpent(loaded.module, slot) { return Self.programPINHeldBack }
-                        return contextPIN.withUnsafeBytes {
+                        if fromProgram, self.programPINHeldBack(id) || Self.triesSpent(loaded.module, slot) {
+                            return Self.programPINHeldBack
+                        }
+                        let rv = contextPIN.withUnsafeBytes {
                             loaded.module.login(session, pin: $0, contextSpecific: true)
                         }
+                        self.noteLogin(id, rv, fromProgram: fromProgram)
+                        return rv
                     } : nil
                 return mechanism.run(loaded.module, session: session, key: handle, login: login)
             }
@@ -94,8 +103,12 @@ extension TokenService {
     /// The PIN for a login with a key: the program's own (`LAContext.setCredential(_:type: .smartCardPIN)`,
     /// which needs no prompt), else the user's, typed into the prompter; nil for a token with a PIN pad,
     /// once the user confirmed the prompt that names the program (the pad itself cannot say who asks).
+    ///
+    /// A token with a PIN pad never takes the program's PIN: the user confirms first, then types the PIN
+    /// on the pad (a module may well send any login to its pad, and a PIN in the request would skip the
+    /// confirmation that names the program).
     private func pinForUse(_ request: TokenKeyRequest, token: TokenView) throws(SecError) -> SecretBytes? {
-        if let given = request.pin { return given }
+        if let given = request.pin, !token.info.protectedAuthenticationPath { return given }
         guard request.authenticationUI == .allow else {
             throw SecError(SecStatus.interactionNotAllowed, "the token's PIN is needed (kSecUseAuthenticationUIFail)")
         }

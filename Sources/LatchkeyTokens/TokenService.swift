@@ -85,6 +85,10 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         var tokens: [String: PresentToken] = [:]
         /// Modules whose thread was found stuck in a call (logged once each).
         var stuck: Set<Int> = []
+        /// Tokens (by id) where a program's PIN was wrong since the last good login: no program's PIN is
+        /// tried there until the user logs in, whatever flags the module reports. Kept across a removal,
+        /// as the card keeps its count.
+        var programPINFailed: Set<String> = []
     }
 
     private let configuration: TokenConfiguration
@@ -138,6 +142,23 @@ package final class TokenService: TokenSource, @unchecked Sendable {
                 if let key = token.view.keys[ref] { return (token, key) }
             }
             return nil
+        }
+    }
+
+    /// Whether a program's PIN must not be tried on the token `id` (see `State.programPINFailed`).
+    func programPINHeldBack(_ id: String) -> Bool {
+        monitor.locked { state.programPINFailed.contains(id) }
+    }
+
+    /// Records how a login on the token `id` ended: a good one lets programs' PINs be tried again, a
+    /// program's wrong one holds them back.
+    func noteLogin(_ id: String, _ rv: CK_RV, fromProgram: Bool) {
+        monitor.locked {
+            if rv == CKR_OK {
+                state.programPINFailed.remove(id)
+            } else if fromProgram && (rv == CKR_PIN_INCORRECT || rv == CKR_PIN_LEN_RANGE || rv == CKR_PIN_LOCKED) {
+                state.programPINFailed.insert(id)
+            }
         }
     }
 

@@ -60,6 +60,24 @@ final class TokenPINTests: TokenTestCase {
         XCTAssertEqual(promptsShown(), 0)
     }
 
+    /// A context's PIN goes to the token it first logged in to, and no other: a program that uses keys of
+    /// two cards with one context does not hand one card's PIN to the other.
+    func testTheContextsPINStaysWithTheTokenItLoggedInTo() throws {
+        try makeToken("tok1")
+        try makeToken("tok2")
+        waitForItems(tokens: 2)
+        let context = LAContext()
+        XCTAssertTrue(context.setCredential(Data(Self.pin.utf8), type: .smartCardPIN))
+        XCTAssertEqual(sign(try tokenKey("tok1-ec", context: context)).1, 0)
+        try answer()  // the user is asked for tok2's PIN, and cancels
+        XCTAssertEqual(sign(try tokenKey("tok2-ec", context: context)).1, Int(errSecUserCanceled))
+        XCTAssertEqual(promptsShown(), 1)
+        // Set again, it may serve another token.
+        XCTAssertTrue(context.setCredential(Data(Self.pin.utf8), type: .smartCardPIN))
+        XCTAssertEqual(sign(try tokenKey("tok2-ec", context: context)).1, 0)
+        XCTAssertEqual(promptsShown(), 1)
+    }
+
     func testAContextThatMayNotInteractFailsWhereThePINWouldBeAsked() throws {
         try makeToken("tok1")
         waitForItems(tokens: 1)

@@ -109,6 +109,19 @@ final class TokenTests: TokenTestCase {
                 &found), errSecSuccess)
         XCTAssertEqual((found as? [Any])?.count, 1, "the stored key")
         XCTAssertEqual(tokenItems(kSecClassKey, [kSecAttrLabel: "renamed"]).count, 0)
+        // No stored item claims a token's id: it would answer a query naming the token while it is away.
+        for tokenID in [id, "softhsm2:elsewhere"] {
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: "claims", kSecAttrTokenID: tokenID,
+                        kSecValueData: Data("x".utf8),
+                    ] as CFDictionary, nil), errSecParam)
+        }
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass: kSecClassKey, kSecAttrLabel: "renamed"] as CFDictionary,
+                [kSecAttrTokenID: "softhsm2:elsewhere"] as CFDictionary), errSecParam)
     }
 
     func testSignaturesAndDecryptionRunOnTheTokenAndTheOpenSSLToolVerifiesThem() throws {

@@ -1,5 +1,6 @@
 import CP11Kit
 import LatchkeyModel
+import Logging
 import XCTest
 
 @testable import LatchkeyTokens
@@ -28,5 +29,24 @@ final class TokenErrorTests: XCTestCase {
             PKCS11Module.Failure(rv: CKR_KEY_FUNCTION_NOT_PERMITTED, call: "C_SignInit"), "softhsm2:1")
         XCTAssertEqual(notPermitted.status, SecStatus.param)
         XCTAssertTrue(notPermitted.detail?.contains("CKR_KEY_FUNCTION_NOT_PERMITTED") == true)
+    }
+
+    /// A program's wrong PIN holds back programs' PINs on that token until a good login, whatever flags
+    /// the module reports (many set CKF_USER_PIN_COUNT_LOW only when they know the count, or never); the
+    /// user's own wrong PIN does not.
+    func testAProgramsWrongPINHoldsBackProgramsPINsUntilAGoodLogin() {
+        let tokens = TokenService(
+            configuration: TokenConfiguration(systemModules: false), askPIN: nil, log: Logger(label: "test"))
+        XCTAssertFalse(tokens.programPINHeldBack("softhsm2:1"))
+        tokens.noteLogin("softhsm2:1", CKR_PIN_INCORRECT, fromProgram: false)
+        XCTAssertFalse(tokens.programPINHeldBack("softhsm2:1"), "the user's typo")
+        tokens.noteLogin("softhsm2:1", CKR_PIN_INCORRECT, fromProgram: true)
+        XCTAssertTrue(tokens.programPINHeldBack("softhsm2:1"))
+        XCTAssertFalse(tokens.programPINHeldBack("softhsm2:2"), "another token")
+        tokens.noteLogin("softhsm2:1", CKR_OK, fromProgram: false)
+        XCTAssertFalse(tokens.programPINHeldBack("softhsm2:1"))
+        let held = TokenService.loginError(TokenService.programPINHeldBack, "softhsm2:1")
+        XCTAssertEqual(held.status, SecStatus.authFailed)
+        XCTAssertTrue(held.detail?.contains("not tried") == true, held.detail ?? "")
     }
 }
