@@ -36,14 +36,23 @@ final class VirtualPIVCard {
             try XCTSkipUnless(FileManager.default.fileExists(atPath: path), "\(package) is not installed (\(path))")
         }
         try XCTSkipUnless(openscModule != nil, "opensc is not installed (opensc-pkcs11.so)")
-        try XCTSkipIf(pcscdRuns(), "a pcscd runs already; the test needs its own, with the virtual reader")
+        try XCTSkipIf(pcscdRuns(), "a pcscd answers already; the test needs its own, with the virtual reader alone")
     }
 
+    /// Whether something answers on pcscd's socket: a pcscd, or systemd's pcscd.socket that starts one.
     private static func pcscdRuns() -> Bool {
-        guard let text = try? String(contentsOfFile: "/run/pcscd/pcscd.pid", encoding: .utf8),
-            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else { return false }
-        return kill(pid, 0) == 0
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array("/run/pcscd/pcscd.comm".utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
     }
 
     private let directory: String
