@@ -181,6 +181,17 @@ final class PKCS11Module: @unchecked Sendable {
         _ = functions.pointee.C_Logout?(session)
     }
 
+    /// C_WaitForSlotEvent: with `block` false, a first sign of whether the module reports slot events
+    /// (`CKR_NO_EVENT` or `CKR_OK`; SoftHSM2 says `CKR_NO_EVENT` there yet refuses the blocking call); with
+    /// `block` true, the wait for the next insertion or removal, made by the slot-event thread alone, which
+    /// p11-kit allows beside the module's own thread (it initialises modules with `CKF_OS_LOCKING_OK`;
+    /// docs/TOKENS.md, "The watcher"). The slot it names is not used: a look reads every slot.
+    func waitForSlotEvent(block: Bool) -> CK_RV {
+        guard let wait = functions.pointee.C_WaitForSlotEvent else { return CKR_FUNCTION_NOT_SUPPORTED }
+        var slot: CK_SLOT_ID = 0
+        return wait(block ? 0 : CK_FLAGS(CKF_DONT_BLOCK), &slot, nil)
+    }
+
     /// The handles of the objects of `objectClass` (at most `maximumObjects`).
     func objects(_ session: CK_SESSION_HANDLE, objectClass: CK_OBJECT_CLASS) throws(Failure) -> [CK_OBJECT_HANDLE] {
         let table = functions.pointee

@@ -76,7 +76,7 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         var session: CK_SESSION_HANDLE
     }
 
-    private struct State {
+    struct State {
         var modules: [LoadedModule] = []
         /// Modules whose `C_Initialize` succeeded, by index.
         var ready: Set<Int> = []
@@ -89,14 +89,23 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         /// tried there until the user logs in, whatever flags the module reports. Kept across a removal,
         /// as the card keeps its count.
         var programPINFailed: Set<String> = []
+        /// Modules with a slot-event thread waiting (`TokenService+Events`): polled slowly besides.
+        var eventDriven: Set<Int> = []
+        /// Modules with a slot event since their queued or running look was queued: one more look follows
+        /// a running one; a queued one, when it starts, counts as the event's.
+        var lookAgain: Set<Int> = []
+        /// Modules whose queued look was asked for by a slot event (the logs say so).
+        var eventLook: Set<Int> = []
+        /// When each module's last look was queued.
+        var lastLook: [Int: ContinuousClock.Instant] = [:]
     }
 
-    private let configuration: TokenConfiguration
+    let configuration: TokenConfiguration
     let askPIN: PINPrompt?
     let log: Logger
-    private let monitor = Monitor()
+    let monitor = Monitor()
     /// Guarded by `monitor`.
-    nonisolated(unsafe) private var state = State()
+    nonisolated(unsafe) var state = State()
 
     package init(configuration: TokenConfiguration, askPIN: PINPrompt?, log: Logger) {
         self.configuration = configuration
@@ -218,6 +227,7 @@ package final class TokenService: TokenSource, @unchecked Sendable {
                 if rv == CKR_OK {
                     monitor.locked { _ = state.ready.insert(index) }
                     log.info("tokens: module \(module.name) loaded")
+                    watchSlotEvents(index, module)
                 } else {
                     log.warning("tokens: module \(module.name) did not initialise (\(PKCS11Errors.name(rv)))")
                 }
@@ -247,29 +257,26 @@ package final class TokenService: TokenSource, @unchecked Sendable {
 
     // MARK: - Watching
 
-    /// Looks at every ready module's slots every `pollSeconds` (docs/TOKENS.md, "The watcher"): a scan is
-    /// queued on the module's thread unless the previous one is still running there (a hung module gets
-    /// no pile of scans).
+    /// Looks at every ready module's slots every `pollSeconds` (docs/TOKENS.md, "The watcher"), and at a
+    /// module whose slot events are watched every `eventPollSeconds` at least (objects another program
+    /// changes on a present token raise no event): a scan is queued on the module's thread unless the
+    /// previous one is still running there (a hung module gets no pile of scans).
     private func watch() {
+        let slowInterval = Duration.seconds(max(Self.eventPollSeconds, configuration.pollSeconds))
         while true {
-            let due = monitor.locked { () -> [(Int, LoadedModule)] in
+            let due = monitor.locked { () -> [Int] in
                 // A module stuck in a call for long is said once: its tokens stop answering, nothing else.
                 for index in state.scanning where state.modules[index].worker.isStuck(longerThan: .seconds(30)) {
                     if state.stuck.insert(index).inserted {
                         log.warning("tokens: the module \(state.modules[index].module.name) has not answered for 30 s")
                     }
                 }
-                let indices = state.ready.subtracting(state.scanning).sorted()
-                for index in indices { state.scanning.insert(index) }
-                return indices.map { ($0, state.modules[$0]) }
-            }
-            for (index, loaded) in due {
-                let posted = loaded.worker.post { [self] in
-                    scan(index, loaded.module)
-                    monitor.locked { _ = state.scanning.remove(index) }
+                return state.ready.subtracting(state.scanning).sorted().filter { index in
+                    guard state.eventDriven.contains(index), let last = state.lastLook[index] else { return true }
+                    return ContinuousClock.now - last >= slowInterval
                 }
-                if !posted { monitor.locked { _ = state.scanning.remove(index) } }
             }
+            for index in due { queueLook(index) }
             var pause = timespec(
                 tv_sec: Int(configuration.pollSeconds),
                 tv_nsec: Int((configuration.pollSeconds - configuration.pollSeconds.rounded(.down)) * 1e9))
@@ -278,9 +285,47 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         }
     }
 
+    /// Queues a look at module `index` on its thread, unless one is queued or running already: then a slot
+    /// event asks for one more after it (the running look may have listed the slots before the change),
+    /// so a module's looks never pile up, however many events it reports.
+    func queueLook(_ index: Int, event: Bool = false) {
+        let loaded = monitor.locked { () -> LoadedModule? in
+            guard state.ready.contains(index) else { return nil }
+            guard !state.scanning.contains(index) else {
+                if event { state.lookAgain.insert(index) }
+                return nil
+            }
+            state.scanning.insert(index)
+            state.lastLook[index] = .now
+            if event { state.eventLook.insert(index) }
+            return state.modules[index]
+        }
+        guard let loaded else { return }
+        let posted = loaded.worker.post { [self] in
+            // An event before this point is seen by this look.
+            let byEvent = monitor.locked { () -> Bool in
+                let during = state.lookAgain.remove(index) != nil
+                return state.eventLook.remove(index) != nil || during
+            }
+            scan(index, loaded.module, cause: byEvent ? " after a slot event" : "")
+            let again = monitor.locked { () -> Bool in
+                state.scanning.remove(index)
+                return state.lookAgain.remove(index) != nil
+            }
+            if again { queueLook(index, event: true) }
+        }
+        if !posted {
+            monitor.locked {
+                state.scanning.remove(index)
+                state.eventLook.remove(index)
+            }
+        }
+    }
+
     /// One look at a module's tokens (on its thread): new tokens get a session and are read, present ones
     /// are read again, and those gone are dropped with their session and login.
-    private func scan(_ index: Int, _ module: PKCS11Module) {
+    /// `cause` ends the lines that log a token's coming and going (a slot event's look says so).
+    private func scan(_ index: Int, _ module: PKCS11Module, cause: String = "") {
         var known = monitor.locked { state.tokens.filter { $0.value.module == index } }
         if configuration.restart.contains(module.name),
             !known.values.contains(where: { (try? module.isLoggedIn($0.session)) == true })
@@ -330,10 +375,10 @@ package final class TokenService: TokenSource, @unchecked Sendable {
         for (id, gone) in known where seen[id] == nil {
             // A removed token's session is gone; this frees ours.
             if gone.session != Self.invalidHandle { module.closeSession(gone.session) }
-            log.info("tokens: \(id) removed")
+            log.info("tokens: \(id) removed\(cause)")
         }
         for id in seen.keys where known[id] == nil {
-            log.info("tokens: \(id) present (\(seen[id]!.view.items.count) items)")
+            log.info("tokens: \(id) present (\(seen[id]!.view.items.count) items)\(cause)")
         }
         monitor.locked {
             for (id, token) in state.tokens where token.module == index && seen[id] == nil { state.tokens[id] = nil }

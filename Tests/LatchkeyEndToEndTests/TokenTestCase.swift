@@ -21,11 +21,15 @@ class TokenTestCase: AccessControlTestCase {
         try FileManager.default.createDirectory(atPath: tokens + "/store", withIntermediateDirectories: true)
         try "directories.tokendir = \(tokens)/store\nobjectstore.backend = file\nlog.level = ERROR\n"
             .write(toFile: tokens + "/softhsm2.conf", atomically: true, encoding: .utf8)
-        try "# tests: SoftHSM alone\nsystem-modules = no\nmodule = \(Self.module)\nrestart = softhsm2\n"
-            .write(toFile: tokens + "/tokens.conf", atomically: true, encoding: .utf8)
+        try tokensConfiguration().write(toFile: tokens + "/tokens.conf", atomically: true, encoding: .utf8)
         setenv("SOFTHSM2_CONF", tokens + "/softhsm2.conf", 1)
         setenv("LATCHKEY_TOKENS_CONF", tokens + "/tokens.conf", 1)
         try super.setUpWithError()
+    }
+
+    /// The tokens.conf the agent reads (written before it starts): SoftHSM alone, started again at each look.
+    func tokensConfiguration() throws -> String {
+        "# tests: SoftHSM alone\nsystem-modules = no\nmodule = \(Self.module)\nrestart = softhsm2\n"
     }
 
     override func tearDown() {
