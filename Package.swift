@@ -191,7 +191,11 @@ let package = Package(
         .testTarget(name: "LatchkeyModelTests", dependencies: ["LatchkeyModel"]),
         // tokens.conf, the DER and mechanisms of the token side, a module's thread and its deadlines.
         .testTarget(
-            name: "LatchkeyTokensTests", dependencies: ["LatchkeyTokens", "LatchkeyCrypto", "LatchkeyModel", "CP11Kit"]),
+            name: "LatchkeyTokensTests",
+            dependencies: [
+                "LatchkeyTokens", "LatchkeyCrypto", "LatchkeyEngine", "LatchkeyModel", "LatchkeySecrets",
+                "CP11Kit",
+            ]),
         // Seeded value generators and a mutator, shared by the tests of the two decoders of outside input.
         .target(
             name: "LatchkeyValueTestSupport", dependencies: ["LatchkeyModel"], path: "Tests/LatchkeyValueTestSupport"),
