@@ -1,10 +1,10 @@
 import CP11Kit
-import LatchkeyCrypto
 import LatchkeyEngine
 import LatchkeyModel
 import LatchkeySecrets
 import XCTest
 
+@testable import LatchkeyCrypto
 @testable import LatchkeyTokens
 
 /// Which step a token key operation takes on the token and which it leaves to the agent, and the checks
@@ -137,8 +137,17 @@ final class TokenOperationTests: XCTestCase {
         let aesKey = try rsa.decrypt(.rsaEncryptionOAEPSHA1, Array(sealed.prefix(128)))
         XCTAssertEqual(aesKey.count, 16)
         XCTAssertEqual(try operation.complete(.secret(aesKey)), Array("m".utf8))
-        let longer = SecretBytes(count: 32)
-        XCTAssertEqual(status { _ = try operation.complete(.secret(longer)) }, SecStatus.param)
+        // A module that hands back a 32-byte key for a 1024-bit modulus (whose AES key is 16 bytes) is
+        // refused, even when the data was sealed under that very key.
+        let longer = SecretBytes(copying: [UInt8](repeating: 7, count: 32))
+        let forged =
+            Array(sealed.prefix(128))
+            + (try Array("forged".utf8).withUnsafeBytes {
+                try AESGCMCore.seal(
+                    $0, key: longer, iv: [UInt8](repeating: 0, count: 16), aad: rsa.publicKeyBytes)
+            })
+        let forgedOperation = try self.operation(rsa, .decrypt, wrapped.rawValue, input: forged)
+        XCTAssertEqual(status { _ = try forgedOperation.complete(.secret(longer)) }, SecStatus.param)
         // The single-part algorithms stay one mechanism, whose output is the result.
         let oaep = try self.operation(rsa, .decrypt, "algid:encrypt:RSA:OAEP:SHA1", input: sealed)
         XCTAssertEqual(try oaep.complete(.bytes([7])), [7])
