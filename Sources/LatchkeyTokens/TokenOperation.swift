@@ -65,49 +65,69 @@ struct TokenOperation: Sendable {
     ) throws(SecError) {
         self.name = name
         self.operation = operation
-        let request = (input: input, peer: peer, requestedSize: requestedSize, sharedInfo: sharedInfo)
-        switch operation {
-        case .exchange:
-            guard let algorithm = KeyExchangeAlgorithm(rawValue: name) else {
-                throw TokenMechanism.unsupported(name, .exchange)
+        let plan: (Step, Finish)
+        if operation == .exchange {
+            plan = try Self.exchange(name, item, peer: peer, requestedSize: requestedSize, sharedInfo: sharedInfo)
+        } else if operation == .decrypt, let algorithm = EncryptionAlgorithm(rawValue: name),
+            Self.isTwoStep(algorithm)
+        {
+            plan = try Self.twoStepDecryption(algorithm, item, input: input)
+        } else {
+            plan = (
+                .single(try TokenMechanism(operation: operation, algorithm: name, keyType: item.keyType, input: input)),
+                .none
+            )
+        }
+        (step, finish) = plan
+    }
+
+    /// ECDH with the peer's point (parsed and checked as for software keys), then what the algorithm asks.
+    private static func exchange(
+        _ name: String, _ item: TokenItem, peer peerBytes: [UInt8], requestedSize: Int?, sharedInfo: [UInt8]
+    ) throws(SecError) -> (Step, Finish) {
+        guard let algorithm = KeyExchangeAlgorithm(rawValue: name) else {
+            throw TokenMechanism.unsupported(name, .exchange)
+        }
+        let own = try publicHalf(.keyExchange, name, item)
+        let peer: AsymmetricKey
+        do {
+            peer = try AsymmetricKey(externalRepresentation: peerBytes, algorithm: .ec, isPrivate: false)
+        } catch {
+            throw SecError(SecStatus.decode, "the key data is not a EC public key: \(error)")
+        }
+        do throws(CryptoError) {
+            try own.checkExchangePeer(peer)
+            _ = try AsymmetricKey.keyExchangeOutputSize(algorithm, requestedSize: requestedSize)
+        } catch {
+            throw failed(.exchange, name, error)
+        }
+        return (
+            .derive(peerPoint: peer.publicKeyBytes, length: own.blockSize),
+            .exchange(algorithm, requestedSize: requestedSize, sharedInfo: sharedInfo)
+        )
+    }
+
+    /// ECIES (ECDH with the ciphertext's ephemeral point) or RSA-OAEP+AES-GCM (the wrapped AES key).
+    private static func twoStepDecryption(_ algorithm: EncryptionAlgorithm, _ item: TokenItem, input: [UInt8])
+        throws(SecError) -> (Step, Finish)
+    {
+        let name = algorithm.rawValue
+        let own = try publicHalf(.decrypt, name, item)
+        guard let digest = algorithm.digest else { throw TokenMechanism.unsupported(name, .decrypt) }
+        do throws(CryptoError) {
+            if case .ecies(_, let variableIV) = algorithm.scheme {
+                let ephemeral = try own.eciesEphemeralKey(input)
+                return (
+                    .derive(peerPoint: ephemeral.publicKeyBytes, length: own.blockSize),
+                    .ecies(own, ciphertext: input, digest: digest, variableIV: variableIV)
+                )
             }
-            let own = try Self.publicHalf(.keyExchange, name, item)
-            let peer: AsymmetricKey
-            do {
-                peer = try AsymmetricKey(externalRepresentation: request.peer, algorithm: .ec, isPrivate: false)
-            } catch {
-                throw SecError(SecStatus.decode, "the key data is not a EC public key: \(error)")
-            }
-            do throws(CryptoError) {
-                try own.checkExchangePeer(peer)
-                _ = try AsymmetricKey.keyExchangeOutputSize(algorithm, requestedSize: request.requestedSize)
-            } catch {
-                throw Self.failed(.exchange, name, error)
-            }
-            step = .derive(peerPoint: peer.publicKeyBytes, length: own.blockSize)
-            finish = .exchange(algorithm, requestedSize: request.requestedSize, sharedInfo: request.sharedInfo)
-        case .decrypt where EncryptionAlgorithm(rawValue: name).map(Self.isTwoStep) == true:
-            let algorithm = EncryptionAlgorithm(rawValue: name)!
-            let own = try Self.publicHalf(.decrypt, name, item)
-            guard let digest = algorithm.digest else { throw TokenMechanism.unsupported(name, .decrypt) }
-            do throws(CryptoError) {
-                if case .ecies(_, let variableIV) = algorithm.scheme {
-                    let ephemeral = try own.eciesEphemeralKey(request.input)
-                    step = .derive(peerPoint: ephemeral.publicKeyBytes, length: own.blockSize)
-                    finish = .ecies(own, ciphertext: request.input, digest: digest, variableIV: variableIV)
-                } else {
-                    let wrapped = Array(try own.rsaAESGCMWrappedKey(request.input))
-                    step = .unwrap(TokenMechanism(oaepDecrypting: wrapped, digest: digest))
-                    finish = .rsaAESGCM(own, ciphertext: request.input)
-                }
-            } catch {
-                throw Self.failed(.decrypt, name, error)
-            }
-        default:
-            step = .single(
-                try TokenMechanism(
-                    operation: operation, algorithm: name, keyType: item.keyType, input: request.input))
-            finish = .none
+            let wrapped = Array(try own.rsaAESGCMWrappedKey(input))
+            return (
+                .unwrap(TokenMechanism(oaepDecrypting: wrapped, digest: digest)), .rsaAESGCM(own, ciphertext: input)
+            )
+        } catch {
+            throw failed(.decrypt, name, error)
         }
     }
 
