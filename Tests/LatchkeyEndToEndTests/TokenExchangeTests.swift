@@ -29,25 +29,27 @@ final class TokenExchangeTests: TokenTestCase {
         return String(describing: error?.takeRetainedValue())
     }
 
-    /// Writes a P-256 key pair that may derive (`CKA_DERIVE`, which pkcs11-tool sets only when asked) to
-    /// the token `label` as `label`-dh with CKA_ID 04, and returns its private key once the agent shows it.
-    /// Its public half stays in the test's files (`label`-dh.pub), for the openssl tool.
-    private func deriveKey(_ label: String) throws -> SecKey {
-        let base = "\(tokens)/\(label)-dh"
+    /// Writes a key pair on `curve` that may derive (`CKA_DERIVE`, which pkcs11-tool sets only when asked)
+    /// to the token `label` as `label`-`suffix` with CKA_ID `id`, and returns its private key once the agent
+    /// shows it. Its public half stays in the test's files (`label`-`suffix`.pub), for the openssl tool.
+    private func deriveKey(_ label: String, curve: String = "prime256v1", id: String = "04", suffix: String = "dh")
+        throws -> SecKey
+    {
+        let base = "\(tokens)/\(label)-\(suffix)"
         try tool(
             "/usr/bin/openssl",
-            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", base + ".key"])
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(curve)", "-out", base + ".key"])
         try tool("/usr/bin/openssl", ["pkey", "-in", base + ".key", "-pubout", "-out", base + ".pub"])
         for (file, type) in [(".key", "privkey"), (".pub", "pubkey")] {
             try tool(
                 "/usr/bin/pkcs11-tool",
                 [
                     "--module", Self.module, "--token-label", label, "--login", "--pin", Self.pin, "--write-object",
-                    base + file, "--type", type, "--id", "04", "--label", "\(label)-dh", "--usage-derive",
+                    base + file, "--type", type, "--id", id, "--label", "\(label)-\(suffix)", "--usage-derive",
                 ])
         }
         try FileManager.default.removeItem(atPath: base + ".key")
-        return try privateKey("\(label)-dh")
+        return try privateKey("\(label)-\(suffix)")
     }
 
     /// The private key item labelled `label`, once the agent shows it.
@@ -145,6 +147,31 @@ final class TokenExchangeTests: TokenTestCase {
         XCTAssertEqual(lastStatus(), Int(errSecParam))
         // One PIN for all of it.
         XCTAssertEqual(promptsShown(), 1)
+    }
+
+    func testP521SecretsAreTheFullFieldSize() throws {
+        try makeToken("tok1")
+        let tokenKey = try deriveKey("tok1", curve: "secp521r1", id: "05", suffix: "p521")
+        try answer(Self.pin)
+        let mine = try softwareKey(521)
+        let raw = try XCTUnwrap(
+            SecKeyCopyKeyExchangeResult(
+                tokenKey, .ecdhKeyExchangeStandard, try XCTUnwrap(SecKeyCopyPublicKey(mine)), [:] as CFDictionary,
+                &error) as Data?, lastError())
+        XCTAssertEqual(raw.count, 66)
+        XCTAssertEqual(
+            SecKeyCopyKeyExchangeResult(
+                mine, .ecdhKeyExchangeStandard, try XCTUnwrap(SecKeyCopyPublicKey(tokenKey)), [:] as CFDictionary,
+                &error) as Data?, raw)
+        let plaintext = Data("for the P-521 key".utf8)
+        let sealed = try XCTUnwrap(
+            SecKeyCreateEncryptedData(
+                try XCTUnwrap(SecKeyCopyPublicKey(tokenKey)), .eciesEncryptionStandardVariableIVX963SHA512AESGCM,
+                plaintext as CFData, &error) as Data?)
+        XCTAssertEqual(
+            SecKeyCreateDecryptedData(
+                tokenKey, .eciesEncryptionStandardVariableIVX963SHA512AESGCM, sealed as CFData, &error)
+                as Data?, plaintext, lastError())
     }
 
     func testECIESDecryptsThroughTheTokenAndATamperedCiphertextGivesNothing() throws {
