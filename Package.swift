@@ -193,8 +193,8 @@ let package = Package(
         .testTarget(
             name: "LatchkeyTokensTests",
             dependencies: [
-                "LatchkeyTokens", "LatchkeyCrypto", "LatchkeyModel", "CP11Kit",
-                .product(name: "Logging", package: "swift-log"),
+                "LatchkeyTokens", "LatchkeyCrypto", "LatchkeyEngine", "LatchkeyModel", "LatchkeySecrets",
+                "CP11Kit", .product(name: "Logging", package: "swift-log"),
             ]),
         // Seeded value generators and a mutator, shared by the tests of the two decoders of outside input.
         .target(

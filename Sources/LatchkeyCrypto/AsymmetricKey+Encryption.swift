@@ -56,15 +56,32 @@ extension AsymmetricKey {
         case .rsaOAEP:
             return try rsaDecrypt(ciphertext[...], padding: RSA_PKCS1_OAEP_PADDING, digest: algorithm.digest)
         case .rsaOAEPAESGCM:
-            guard ciphertext.count >= blockSize + AESGCMCore.tagSize else {
-                throw CryptoError.invalidInput("RSA-WRAP input too short")
-            }
             let sessionKey = try rsaDecrypt(
-                ciphertext.prefix(blockSize), padding: RSA_PKCS1_OAEP_PADDING, digest: algorithm.digest)
-            guard sessionKey.count == wrapKeySize else { throw CryptoError.authenticationFailed }
-            return try AESGCMCore.open(
-                ciphertext.dropFirst(blockSize), key: sessionKey, iv: Self.zeroIV, aad: publicKeyBytes)
+                try rsaAESGCMWrappedKey(ciphertext), padding: RSA_PKCS1_OAEP_PADDING, digest: algorithm.digest)
+            return try rsaAESGCMOpen(ciphertext, sessionKey: sessionKey)
         }
+    }
+
+    /// The OAEP-wrapped AES key at the start of an RSA-OAEP+AES-GCM ciphertext for this key (a private
+    /// key, or the public half of one held elsewhere, a token's): its first modulus-size block, after
+    /// the length check Apple makes.
+    package func rsaAESGCMWrappedKey(_ ciphertext: [UInt8]) throws(CryptoError) -> ArraySlice<UInt8> {
+        guard algorithm == .rsa, ciphertext.count >= blockSize + AESGCMCore.tagSize else {
+            throw CryptoError.invalidInput("RSA-WRAP input too short")
+        }
+        return ciphertext.prefix(blockSize)
+    }
+
+    /// The second step of RSA-OAEP+AES-GCM decryption, wherever the AES key was unwrapped (here, or on a
+    /// token): a key of any other size than this modulus's AES key is refused before use, then AES-GCM
+    /// over the rest with the public key as AAD.
+    package func rsaAESGCMOpen(_ ciphertext: [UInt8], sessionKey: SecretBytes) throws(CryptoError) -> SecretBytes {
+        guard ciphertext.count >= blockSize + AESGCMCore.tagSize else {
+            throw CryptoError.invalidInput("RSA-WRAP input too short")
+        }
+        guard sessionKey.count == wrapKeySize else { throw CryptoError.authenticationFailed }
+        return try AESGCMCore.open(
+            ciphertext.dropFirst(blockSize), key: sessionKey, iv: Self.zeroIV, aad: publicKeyBytes)
     }
 
     // MARK: Helpers

@@ -63,18 +63,44 @@ extension AsymmetricKey {
         guard isSupported(.keyExchange, algorithm: algorithm.rawValue) else {
             throw CryptoError.unsupported("\(algorithm.rawValue) needs an EC private key")
         }
-        guard peer.algorithm == .ec, peer.curve == curve else {
+        try checkExchangePeer(peer)
+        let secret = try ecdh(peer: peer.pkey, cofactor: algorithm.usesCofactor)
+        return try Self.keyExchangeResult(
+            algorithm, secret: secret, requestedSize: requestedSize, sharedInfo: sharedInfo)
+    }
+
+    /// Refuses a peer that is not an EC public key on this key's curve (this key may be the public
+    /// half of a private key held elsewhere, a token's).
+    package func checkExchangePeer(_ peer: AsymmetricKey) throws(CryptoError) {
+        guard algorithm == .ec, peer.algorithm == .ec, peer.curve == curve else {
             throw CryptoError.invalidInput("the peer key is not a key on the same curve")
         }
-        let secret = try ecdh(peer: peer.pkey, cofactor: algorithm.usesCofactor)
-        guard let digest = algorithm.kdfDigest else { return secret }
+    }
+
+    /// The bytes the X9.63 variants derive (`requestedSize`, checked), or nil for the raw secret:
+    /// a check that can run before the ECDH, as a token key's does (no PIN asked for a bad request).
+    package static func keyExchangeOutputSize(_ algorithm: KeyExchangeAlgorithm, requestedSize: Int?)
+        throws(CryptoError) -> Int?
+    {
+        guard algorithm.kdfDigest != nil else { return nil }
         guard let requestedSize else {
             throw CryptoError.invalidInput("kSecKeyKeyExchangeParameterRequestedSize is missing")
         }
         guard requestedSize >= 1, requestedSize <= Self.maximumKeyExchangeOutput else {
             throw CryptoError.invalidInput("requested key exchange size out of range")
         }
-        return try Self.x963KDF(digest, secret: secret, sharedInfo: sharedInfo, count: requestedSize)
+        return requestedSize
+    }
+
+    /// What follows the ECDH for `algorithm`, wherever the ECDH ran (here, or on a token): the
+    /// shared secret as it is, or the X9.63 KDF of it with `sharedInfo` to the requested size.
+    package static func keyExchangeResult(
+        _ algorithm: KeyExchangeAlgorithm, secret: SecretBytes, requestedSize: Int?, sharedInfo: [UInt8]
+    ) throws(CryptoError) -> SecretBytes {
+        guard let count = try keyExchangeOutputSize(algorithm, requestedSize: requestedSize),
+            let digest = algorithm.kdfDigest
+        else { return secret }
+        return try x963KDF(digest, secret: secret, sharedInfo: sharedInfo, count: count)
     }
 
     /// The ECDH shared secret with `peer` (an `EVP_PKEY` on the same curve): the x-coordinate,

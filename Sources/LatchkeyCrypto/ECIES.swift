@@ -43,23 +43,47 @@ extension AsymmetricKey {
     func eciesDecrypt(_ data: [UInt8], digest: DigestAlgorithm, cofactor: Bool, variableIV: Bool) throws(CryptoError)
         -> SecretBytes
     {
+        let ephemeral = try eciesEphemeralKey(data)
+        let secret = try ecdh(peer: ephemeral.pkey, cofactor: cofactor)
+        return try eciesOpen(data, secret: secret, digest: digest, variableIV: variableIV)
+    }
+
+    /// The ephemeral public key at the start of an ECIES ciphertext for this key (a private key, or
+    /// the public half of one held elsewhere, a token's), checked to be a point on this key's curve,
+    /// after the length checks Apple makes.
+    package func eciesEphemeralKey(_ data: [UInt8]) throws(CryptoError) -> AsymmetricKey {
         let pointLength = 2 * blockSize + 1
-        guard data.count >= pointLength else {
+        guard algorithm == .ec, data.count >= pointLength else {
             throw CryptoError.invalidInput("too small input packet for ECIES decrypt")
         }
         guard data.count - pointLength >= AESGCMCore.tagSize else {
             throw CryptoError.invalidInput("ECIES: input data too short")
         }
-        let ephemeralPublic = Array(data.prefix(pointLength))
         let ephemeral: AsymmetricKey
         do throws(CryptoError) {
-            ephemeral = try AsymmetricKey(externalRepresentation: ephemeralPublic, algorithm: .ec, isPrivate: false)
+            ephemeral = try AsymmetricKey(
+                externalRepresentation: Array(data.prefix(pointLength)), algorithm: .ec, isPrivate: false)
         } catch {
             throw CryptoError.invalidInput("ECIES: the ephemeral public key is not a point on the curve")
         }
-        let secret = try ecdh(peer: ephemeral.pkey, cofactor: cofactor)
+        guard ephemeral.curve == curve else {
+            throw CryptoError.invalidInput("ECIES: the ephemeral public key is not a point on the curve")
+        }
+        return ephemeral
+    }
+
+    /// Steps 3–5 of decryption, wherever the ECDH with the ciphertext's ephemeral key ran (here, or
+    /// on a token): the KDF of `secret` and AES-GCM over the rest of `data`, whose length
+    /// `eciesEphemeralKey` checked.
+    package func eciesOpen(_ data: [UInt8], secret: SecretBytes, digest: DigestAlgorithm, variableIV: Bool)
+        throws(CryptoError) -> SecretBytes
+    {
+        let pointLength = 2 * blockSize + 1
+        guard data.count - pointLength >= AESGCMCore.tagSize, secret.count == blockSize else {
+            throw CryptoError.invalidInput("ECIES: input data too short")
+        }
         let (key, iv) = try eciesKeyAndIV(
-            secret: secret, ephemeralPublic: ephemeralPublic, digest: digest, variableIV: variableIV)
+            secret: secret, ephemeralPublic: Array(data.prefix(pointLength)), digest: digest, variableIV: variableIV)
         return try AESGCMCore.open(data.dropFirst(pointLength), key: key, iv: iv, aad: [])
     }
 

@@ -64,7 +64,7 @@ package enum EncryptionAlgorithm: String, Sendable, CaseIterable {
     case eciesEncryptionCofactorVariableIVX963SHA512AESGCM = "algid:encrypt:ECIES:ECDHC:KDFX963:SHA512:AESGCM-KDFIV"
 
     /// How the algorithm works, independent of the hash.
-    enum Scheme: Sendable, Equatable {
+    package enum Scheme: Sendable, Equatable {
         case rsaRaw, rsaPKCS1, rsaOAEP, rsaOAEPAESGCM
         case ecies(cofactor: Bool, variableIV: Bool)
     }
@@ -86,7 +86,7 @@ package enum EncryptionAlgorithm: String, Sendable, CaseIterable {
         return nil
     }
 
-    var scheme: Scheme {
+    package var scheme: Scheme {
         let name = rawValue
         if name.hasPrefix("algid:encrypt:ECIES:") {
             return .ecies(cofactor: name.contains(":ECDHC:"), variableIV: name.hasSuffix("-KDFIV"))

@@ -130,7 +130,7 @@ final class PKCS11Module: @unchecked Sendable {
     }
 
     /// Calls `body` with a template whose values point into one buffer that lives for the call.
-    private static func withTemplate<R>(
+    static func withTemplate<R>(
         _ types: [CK_ATTRIBUTE_TYPE], _ values: [[UInt8]], _ body: (UnsafeMutablePointer<CK_ATTRIBUTE>, CK_ULONG) -> R
     ) -> R {
         var storage = values.flatMap { $0 }

@@ -9,9 +9,7 @@ import LatchkeySecrets
 /// operation, each step a bounded wait for the module's thread.
 extension TokenService {
     package func perform(_ request: TokenKeyRequest) throws(SecError) -> [UInt8] {
-        let mechanism = try TokenMechanism(
-            operation: request.operation, algorithm: request.algorithm, keyType: request.item.keyType,
-            input: request.input)
+        let operation = try TokenOperation(request)
         let ref = request.item.ref
         // A login that the token forgets between our check and the operation (another program logged
         // out, a card reset) is asked for again, once. Every job finds the token's session and the key's
@@ -61,7 +59,7 @@ extension TokenService {
             }
             let contextPIN = key.alwaysAuthenticate ? pin : nil
             let result = loaded.worker.run(timeout: Self.operationTimeout) {
-                [self] () -> Result<[UInt8], PKCS11Module.Failure> in
+                [self] () -> Result<TokenOperation.Output, PKCS11Module.Failure> in
                 guard let (current, known) = self.token(holding: ref) else {
                     return .failure(PKCS11Module.Failure(rv: CKR_TOKEN_NOT_PRESENT, call: "C_GetSlotList"))
                 }
@@ -85,12 +83,13 @@ extension TokenService {
                         self.noteLogin(id, rv, fromProgram: fromProgram)
                         return rv
                     } : nil
-                return mechanism.run(loaded.module, session: session, key: handle, login: login)
+                return operation.run(loaded.module, session: session, key: handle, login: login)
             }
             guard let result else { throw Self.noAnswer(token.view.id) }
             switch result {
             case .success(let output):
-                return output
+                // The second step of a two-step algorithm (a KDF, AES-GCM) runs here, off the module's thread.
+                return try operation.complete(output)
             case .failure(let failure) where failure.rv == CKR_USER_NOT_LOGGED_IN && !key.alwaysAuthenticate:
                 continue
             case .failure(let failure):
@@ -182,6 +181,10 @@ extension TokenService {
         case CKR_PIN_LOCKED, CKR_PIN_INCORRECT, CKR_PIN_EXPIRED, CKR_USER_NOT_LOGGED_IN, programPINHeldBack:
             return loginError(failure.rv, id)
         case CKR_MECHANISM_INVALID, CKR_MECHANISM_PARAM_INVALID, CKR_FUNCTION_NOT_SUPPORTED:
+            return SecError(SecStatus.unimplemented, detail)
+        case CKR_ARGUMENTS_BAD where failure.call.hasSuffix("Init"):
+            // The arguments of an init are the mechanism's, and well formed: a module that refuses them
+            // lacks that variant (SoftHSM 2.6 refuses OAEP with any hash but SHA-1 so).
             return SecError(SecStatus.unimplemented, detail)
         case CKR_FUNCTION_CANCELED:
             return SecError(SecStatus.userCanceled, detail)
