@@ -152,8 +152,9 @@ nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = SecAttr.au
 nonisolated(unsafe) public let kSecAttrPort: CFString = SecAttr.port as NSString
 /// Apple's `kSecAttrPath`.
 nonisolated(unsafe) public let kSecAttrPath: CFString = SecAttr.path as NSString
-/// Apple's `kSecAttrTokenID`. Stored as an attribute; a key generated into the keychain with it
-/// gives errSecUnimplemented (there is no Secure Enclave or token).
+/// Apple's `kSecAttrTokenID`: the id of the token (smart card, HSM) a token item comes from
+/// (docs/TOKENS.md); `SecKeyCreateRandomKey` with a present token's id makes the key on that token. A
+/// stored item cannot carry it (errSecParam).
 nonisolated(unsafe) public let kSecAttrTokenID: CFString = SecAttr.tokenID as NSString
 /// Apple's `kSecAttrAlias`.
 nonisolated(unsafe) public let kSecAttrAlias: CFString = SecAttr.alias as NSString
@@ -315,6 +316,6 @@ nonisolated(unsafe) public let kSecAttrWasNeverExtractable: CFString = "next"
 nonisolated(unsafe) public let kSecAttrCanSignRecover: CFString = "snrc"
 /// Apple's `kSecAttrCanVerifyRecover` ("vyrc").
 nonisolated(unsafe) public let kSecAttrCanVerifyRecover: CFString = "vyrc"
-/// Apple's `kSecAttrTokenIDSecureEnclave`. latchkey has no Secure Enclave: a key generated into the
-/// keychain with `kSecAttrTokenID` gives errSecUnimplemented.
+/// Apple's `kSecAttrTokenIDSecureEnclave`. latchkey has no Secure Enclave: a key generated with it
+/// gives errSecUnimplemented.
 nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"

@@ -188,9 +188,13 @@ package final class Keychain: @unchecked Sendable {
     private func generateOnToken(_ parameters: SecDictionary, tokenID: SecValue, caller: Caller) throws(SecError)
         -> SecValue
     {
-        guard let tokens, case .string(let id) = tokenID else {
-            throw SecError(SecStatus.unimplemented, "kSecAttrTokenID: no such token")
+        guard case .string(let id) = tokenID else { throw .param("kSecAttrTokenID must be a string") }
+        // Apple's kSecAttrTokenIDSecureEnclave: a PC has none, and a key made anywhere else would not have
+        // the protection its caller asked for.
+        guard id != "com.apple.setoken" else {
+            throw SecError(SecStatus.unimplemented, "kSecAttrTokenIDSecureEnclave: there is no Secure Enclave")
         }
+        guard let tokens else { throw SecError(SecStatus.itemNotFound, "kSecAttrTokenID: no token \(id) is present") }
         guard let type = parameters[SecAttr.keyType]?.integerValue,
             let size = parameters[SecAttr.keySizeInBits]?.integerValue
         else { throw .param("kSecAttrKeyType or kSecAttrKeySizeInBits is missing or not a number") }

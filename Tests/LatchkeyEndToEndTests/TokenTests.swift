@@ -352,5 +352,14 @@ final class TokenTests: TokenTestCase {
                 ]
                     as CFDictionary, &error))
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecItemNotFound))
+        // Nor in a Secure Enclave, which a PC does not have.
+        error = nil
+        XCTAssertNil(
+            SecKeyCreateRandomKey(
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
+                    kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
+                ] as CFDictionary, &error))
+        XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecUnimplemented))
     }
 }
