@@ -54,12 +54,41 @@ extension PKCS11Module {
         // A failed C_DeriveKey made no object (PKCS#11 §5.14), and its handle is not to be trusted: it
         // could name another object of the session.
         guard rv == CKR_OK else { return .failure(Failure(rv: rv, call: "C_DeriveKey")) }
+        // Only an object shown to be a new session secret is read, and destroyed: a module that answered
+        // with the handle of the key itself, or of another object, gets nothing read or destroyed.
+        guard derived != CK_OBJECT_HANDLE(CK_INVALID_HANDLE), derived != key, isSessionSecret(session, derived) else {
+            return .failure(Failure(rv: CKR_GENERAL_ERROR, call: "C_DeriveKey (no new session secret)"))
+        }
         defer { _ = destroy(session, derived) }
         return secretValue(session, derived, length: length)
     }
 
-    /// The `CKA_VALUE` of a secret object made here, which must be exactly `length` bytes: the size the
-    /// module reports is checked before anything is allocated, and again after the read.
+    /// Whether `object` is a secret key of the session (`CKO_SECRET_KEY`, `CKA_TOKEN` false).
+    private func isSessionSecret(_ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE) -> Bool {
+        guard let getAttributeValue = functions.pointee.C_GetAttributeValue else { return false }
+        var objectClass = CK_OBJECT_CLASS(CKO_DATA)
+        var onToken = CK_BBOOL(CK_TRUE)
+        return withUnsafeMutablePointer(to: &objectClass) { classPointer in
+            withUnsafeMutablePointer(to: &onToken) { tokenPointer in
+                var template = [
+                    CK_ATTRIBUTE(
+                        type: CK_ATTRIBUTE_TYPE(CKA_CLASS), pValue: UnsafeMutableRawPointer(classPointer),
+                        ulValueLen: CK_ULONG(MemoryLayout<CK_OBJECT_CLASS>.size)),
+                    CK_ATTRIBUTE(
+                        type: CK_ATTRIBUTE_TYPE(CKA_TOKEN), pValue: UnsafeMutableRawPointer(tokenPointer),
+                        ulValueLen: CK_ULONG(MemoryLayout<CK_BBOOL>.size)),
+                ]
+                let rv = getAttributeValue(session, object, &template, 2)
+                return rv == CKR_OK && template[0].ulValueLen == CK_ULONG(MemoryLayout<CK_OBJECT_CLASS>.size)
+                    && template[1].ulValueLen == CK_ULONG(MemoryLayout<CK_BBOOL>.size)
+            }
+        } && objectClass == CK_OBJECT_CLASS(CKO_SECRET_KEY) && onToken == CK_BBOOL(CK_FALSE)
+    }
+
+    /// The `CKA_VALUE` of a secret object made here, as `length` bytes: the size the module reports is
+    /// checked before anything is allocated (1 to `length`), and again after the read. A shorter value is
+    /// the x-coordinate with its leading zero bytes stripped, which some modules do despite `CKD_NULL`
+    /// (on P-521 half the secrets start with one): it is padded back on the left.
     private func secretValue(_ session: CK_SESSION_HANDLE, _ object: CK_OBJECT_HANDLE, length: Int)
         -> Result<SecretBytes, Failure>
     {
@@ -69,16 +98,17 @@ extension PKCS11Module {
         var template = CK_ATTRIBUTE(type: CK_ATTRIBUTE_TYPE(CKA_VALUE), pValue: nil, ulValueLen: 0)
         var rv = getAttributeValue(session, object, &template, 1)
         guard rv == CKR_OK else { return .failure(Failure(rv: rv, call: "C_GetAttributeValue")) }
-        guard template.ulValueLen == CK_ULONG(length) else {
+        guard template.ulValueLen >= 1, template.ulValueLen <= CK_ULONG(length) else {
             return .failure(Failure(rv: CKR_GENERAL_ERROR, call: "C_GetAttributeValue (a secret of another size)"))
         }
-        let secret = SecretBytes(count: length)
+        let reported = Int(template.ulValueLen)
+        let secret = SecretBytes(count: length)  // zeros: the padding
         rv = secret.withUnsafeMutableBytes { buffer -> CK_RV in
-            template.pValue = buffer.baseAddress
-            template.ulValueLen = CK_ULONG(length)
+            template.pValue = buffer.baseAddress! + (length - reported)
+            template.ulValueLen = CK_ULONG(reported)
             return getAttributeValue(session, object, &template, 1)
         }
-        guard rv == CKR_OK, template.ulValueLen == CK_ULONG(length) else {
+        guard rv == CKR_OK, template.ulValueLen == CK_ULONG(reported) else {
             return .failure(
                 Failure(rv: rv == CKR_OK ? CKR_GENERAL_ERROR : rv, call: "C_GetAttributeValue"))
         }

@@ -20,6 +20,12 @@ extension TokenService {
     /// each look would end every wait (its tokens come and go only through that restart anyway).
     func watchSlotEvents(_ index: Int, _ module: PKCS11Module) {
         guard !configuration.restart.contains(module.name) else { return }
+        // A second thread only in a module p11-kit manages: it initialises those for threads
+        // (CKF_OS_LOCKING_OK); one it could not wrap got C_Initialize(NULL), which means one thread.
+        guard p11_kit_module_get_flags(module.functions) & Int32(P11_KIT_MODULE_UNMANAGED) == 0 else {
+            log.info("tokens: module \(module.name) is not managed by p11-kit; polled")
+            return
+        }
         // CKF_DONT_BLOCK: answers at once. CKR_NO_EVENT or CKR_OK say the module knows the call; whether
         // it also waits is told by the first blocking call (SoftHSM2 refuses that one).
         let probe = module.waitForSlotEvent(block: false)

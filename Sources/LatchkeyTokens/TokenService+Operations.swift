@@ -183,8 +183,9 @@ extension TokenService {
         case CKR_MECHANISM_INVALID, CKR_MECHANISM_PARAM_INVALID, CKR_FUNCTION_NOT_SUPPORTED:
             return SecError(SecStatus.unimplemented, detail)
         case CKR_ARGUMENTS_BAD where failure.call.hasSuffix("Init"):
-            // The arguments of an init are the mechanism's, and well formed: a module that refuses them
-            // lacks that variant (SoftHSM 2.6 refuses OAEP with any hash but SHA-1 so).
+            // The arguments of an init (C_SignInit, C_DecryptInit) are the mechanism's, and well formed: a
+            // module that refuses them lacks that variant (SoftHSM 2.6 refuses OAEP with any hash but SHA-1
+            // so, and would PSS with a hash it lacks).
             return SecError(SecStatus.unimplemented, detail)
         case CKR_FUNCTION_CANCELED:
             return SecError(SecStatus.userCanceled, detail)

@@ -315,9 +315,12 @@ package final class TokenService: TokenSource, @unchecked Sendable {
             if again { queueLook(index, event: true) }
         }
         if !posted {
+            // The module's queue is full: the watcher tries again at its next tick (a lost slot event must
+            // not wait for the slow poll of an event-driven module).
             monitor.locked {
                 state.scanning.remove(index)
                 state.eventLook.remove(index)
+                state.lastLook[index] = nil
             }
         }
     }

@@ -15,8 +15,10 @@ final class TokenEventTests: TokenTestCase {
 
     override func setUpWithError() throws {
         try VirtualPIVCard.skipUnlessAvailable()
-        cardDirectory = NSTemporaryDirectory() + "lk-card-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: cardDirectory, withIntermediateDirectories: true)
+        // Made by mkdtemp: root runs python3 and a pcscd driver path from it.
+        var template = Array((NSTemporaryDirectory() + "lk-card-XXXXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw NSError(domain: "mkdtemp", code: Int(errno)) }
+        cardDirectory = String(cString: made)
         // pcscd before the agent: OpenSC finds it when the agent initialises the module.
         reader = try VirtualPIVCard(directory: cardDirectory)
         try super.setUpWithError()

@@ -2,7 +2,9 @@ import Foundation
 import XCTest
 
 /// A smart card reader and card for the slot-event tests, made of real parts: pcsc-lite's `pcscd` with
-/// the virtual reader driver of `vsmartcard-vpcd` (it listens on localhost:35963 for a card), and a small
+/// the virtual reader driver of `vsmartcard-vpcd` (it listens on TCP port 35963 for a card, on every
+/// address: so pcscd runs in a network namespace of its own, with loopback alone, where no other host
+/// can reach it and pose as the card; its Unix socket still serves the agent), and a small
 /// PIV card written here in Python that connects to it, which OpenSC's `opensc-pkcs11.so` reads through
 /// pcscd as it would a YubiKey's PIV application: a token whose serial is the last 8 bytes of its CHUID's
 /// GUID, with one certificate (PIV Authentication, CKA_ID 01) and its public key. Connecting the card is
@@ -14,6 +16,9 @@ final class VirtualPIVCard {
     static let readerConfiguration = "/etc/reader.conf.d/vpcd"
     static let pcscd = "/usr/sbin/pcscd"
     static let python = "/usr/bin/python3"
+    static let unshare = "/usr/bin/unshare"
+    static let nsenter = "/usr/bin/nsenter"
+    static let ip = "/bin/ip"
 
     /// OpenSC's PKCS#11 module, where the system has it.
     static var openscModule: String? {
@@ -31,7 +36,7 @@ final class VirtualPIVCard {
         try XCTSkipUnless(geteuid() == 0, "pcscd and LATCHKEY_TOKENS_CONF need root")
         for (path, package) in [
             (pcscd, "pcscd"), (driver, "vsmartcard-vpcd"), (readerConfiguration, "vsmartcard-vpcd"),
-            (python, "python3"),
+            (python, "python3"), (unshare, "util-linux"), (nsenter, "util-linux"), (ip, "iproute2"),
         ] {
             try XCTSkipUnless(FileManager.default.fileExists(atPath: path), "\(package) is not installed (\(path))")
         }
@@ -59,23 +64,29 @@ final class VirtualPIVCard {
     private var daemon: Process?
     private var card: Process?
 
-    /// Starts pcscd, in the foreground, with the virtual reader alone.
+    /// Starts pcscd, in the foreground, with the virtual reader alone, in a network namespace of its own.
+    /// (USB readers are still found: pcscd's hotplug does not come from the configuration.)
     init(directory: String) throws {
         self.directory = directory
         let readers = directory + "/reader.conf.d"
-        try FileManager.default.createDirectory(atPath: readers, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: readers, withIntermediateDirectories: false)
         try FileManager.default.copyItem(atPath: Self.readerConfiguration, toPath: readers + "/vpcd")
         try Self.script.write(toFile: directory + "/piv-card.py", atomically: true, encoding: .utf8)
         let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: Self.pcscd)
-        daemon.arguments = ["--foreground", "--config", readers]
+        daemon.executableURL = URL(fileURLWithPath: Self.unshare)
+        // exec: the process the test holds is pcscd itself, so terminating it stops pcscd.
+        daemon.arguments = [
+            "--net", "/bin/sh", "-c", "\(Self.ip) link set lo up && exec \(Self.pcscd) --foreground --config \"$0\"",
+            readers,
+        ]
         daemon.standardOutput = FileHandle.nullDevice
         daemon.standardError = FileHandle.nullDevice
         try daemon.run()
         self.daemon = daemon
         // Its socket before the agent's OpenSC looks for it (pcscd makes it once its readers are set up).
         let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: "/run/pcscd/pcscd.comm") {
+        // Its own: another run's pcscd (or a stale socket) would make this one exit on the pid file.
+        while !FileManager.default.fileExists(atPath: "/run/pcscd/pcscd.comm") || !Self.isPcscd(daemon) {
             guard Date() < deadline, daemon.isRunning else {
                 stop()
                 throw NSError(domain: "pcscd", code: 1, userInfo: [NSLocalizedDescriptionKey: "pcscd did not start"])
@@ -84,11 +95,25 @@ final class VirtualPIVCard {
         }
     }
 
+    /// Whether pcscd's pid file names `daemon`, the test's own pcscd.
+    private static func isPcscd(_ daemon: Process) -> Bool {
+        guard daemon.isRunning, let text = try? String(contentsOfFile: "/run/pcscd/pcscd.pid", encoding: .utf8)
+        else { return false }
+        // pcscd writes "PID\n\0".
+        let digits = text.prefix { $0.isNumber }
+        return Int32(digits) == daemon.processIdentifier
+    }
+
     /// Inserts a card whose GUID ends with `serial` (16 hex digits) and that holds `certificate` (DER).
     func insert(serial: String, certificate: String) throws {
+        guard let daemon else { throw NSError(domain: "pcscd", code: 2) }
         let card = Process()
-        card.executableURL = URL(fileURLWithPath: Self.python)
-        card.arguments = [directory + "/piv-card.py", certificate, "0011223344556677" + serial]
+        // In pcscd's network namespace, where the reader listens; nsenter execs python3 itself.
+        card.executableURL = URL(fileURLWithPath: Self.nsenter)
+        card.arguments = [
+            "--net=/proc/\(daemon.processIdentifier)/ns/net", Self.python, directory + "/piv-card.py", certificate,
+            "0011223344556677" + serial,
+        ]
         card.standardOutput = FileHandle.nullDevice
         card.standardError = FileHandle.nullDevice
         try card.run()
