@@ -34,6 +34,12 @@ class SecretServiceTestCase: XCTestCase {
             atPath: runtimeDirectory, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
         try "\(Self.password)\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        // The bus first: an agent started in the new runtime directory (by this test, or by a call that
+        // comes late from the test before) must never see it without its bus.
+        if wantsBus {
+            bus = try PrivateBus(system: false)
+            setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
+        }
         setenv("XDG_RUNTIME_DIR", runtimeDirectory, 1)
         setenv("XDG_DATA_HOME", dataDirectory, 1)
         setenv("LATCHKEYD", Self.binDirectory + "/latchkeyd", 1)
@@ -41,10 +47,6 @@ class SecretServiceTestCase: XCTestCase {
         setenv("LATCHKEY_PROMPTER_FILE", passwordFile, 1)
         // No logind here: a system bus that does not exist, which the agent logs once and ignores.
         setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(base)/no-system-bus", 1)
-        if wantsBus {
-            bus = try PrivateBus(system: false)
-            setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
-        }
         AgentClient.shared.resetConnection()
     }
 
