@@ -187,6 +187,15 @@ extension TokenService {
             // module that refuses them lacks that variant (SoftHSM 2.6 refuses OAEP with any hash but SHA-1
             // so, and would PSS with a hash it lacks).
             return SecError(SecStatus.unimplemented, detail)
+        // One pattern: a `where` binds to the last of a list of patterns only.
+        case let rv
+        where failure.call == "C_DeriveKey"
+            && [CKR_ARGUMENTS_BAD, CKR_TEMPLATE_INCONSISTENT, CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID]
+                .contains(rv):
+            // The peer's point was checked to be on the key's curve before: a module that refuses the
+            // parameters (it wants the point DER-wrapped) or the session secret's template lacks this form
+            // of ECDH, as a token that lacks a mechanism.
+            return SecError(SecStatus.unimplemented, detail)
         case CKR_FUNCTION_CANCELED:
             return SecError(SecStatus.userCanceled, detail)
         default:
@@ -215,6 +224,8 @@ enum PKCS11Errors {
             CKR_SESSION_HANDLE_INVALID: "CKR_SESSION_HANDLE_INVALID",
             CKR_FUNCTION_NOT_SUPPORTED: "CKR_FUNCTION_NOT_SUPPORTED",
             CKR_CRYPTOKI_NOT_INITIALIZED: "CKR_CRYPTOKI_NOT_INITIALIZED",
+            CKR_TEMPLATE_INCONSISTENT: "CKR_TEMPLATE_INCONSISTENT", CKR_TEMPLATE_INCOMPLETE: "CKR_TEMPLATE_INCOMPLETE",
+            CKR_ATTRIBUTE_VALUE_INVALID: "CKR_ATTRIBUTE_VALUE_INVALID",
         ]
         return names[rv] ?? "CKR 0x" + String(rv, radix: 16)
     }

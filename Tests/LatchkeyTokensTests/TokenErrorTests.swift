@@ -49,4 +49,17 @@ final class TokenErrorTests: XCTestCase {
         XCTAssertEqual(held.status, SecStatus.authFailed)
         XCTAssertTrue(held.detail?.contains("not tried") == true, held.detail ?? "")
     }
+
+    /// A module that refuses the form of ECDH the agent asks for (the parameters, or the session secret's
+    /// template) lacks it: errSecUnimplemented, as a missing mechanism; the same answers elsewhere stay
+    /// errSecParam.
+    func testADeriveTheModuleCannotMakeIsUnimplemented() {
+        for rv in [CKR_ARGUMENTS_BAD, CKR_TEMPLATE_INCONSISTENT, CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID] {
+            let derive = TokenService.operationError(PKCS11Module.Failure(rv: rv, call: "C_DeriveKey"), "opensc:1")
+            XCTAssertEqual(derive.status, SecStatus.unimplemented, PKCS11Errors.name(rv))
+            XCTAssertTrue(derive.detail?.contains(PKCS11Errors.name(rv)) == true, derive.detail ?? "")
+            let sign = TokenService.operationError(PKCS11Module.Failure(rv: rv, call: "C_Sign"), "opensc:1")
+            XCTAssertEqual(sign.status, SecStatus.param, PKCS11Errors.name(rv))
+        }
+    }
 }
