@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import LatchkeyModel
+import LatchkeyWire
 
 /// CryptoTokenKit's `TKTokenWatcher`: the ids of the tokens present (smart cards and other PKCS#11
 /// tokens the agent reads, docs/TOKENS.md), and handlers called when one is inserted or removed.
@@ -58,9 +60,12 @@ public final class TKTokenWatcher: @unchecked Sendable {
         timer = made
     }
 
-    /// Compares the tokens present with those seen last (on `queue`).
+    /// Compares the tokens present with those seen last (on `queue`). A look asks the running agent
+    /// only: a watcher that started an agent whenever none ran would bring one back after every logout
+    /// (and into whatever runtime directory the process names then); with none running, nothing is
+    /// known, and nothing changes.
     private func look() {
-        let present = Self.presentTokenIDs()
+        guard let present = Self.presentTokenIDs(mayStartAgent: false) else { return }
         for id in known.subtracting(present).sorted() {
             for handler in removals.removeValue(forKey: id) ?? [] { handler(id) }
         }
@@ -70,17 +75,30 @@ public final class TKTokenWatcher: @unchecked Sendable {
 
     /// The distinct token ids of the token group's certificates and keys.
     static func presentTokenIDs() -> Set<String> {
+        presentTokenIDs(mayStartAgent: true) ?? []
+    }
+
+    /// The same, from the running agent only when `mayStartAgent` is false: nil when none runs or it
+    /// does not answer.
+    static func presentTokenIDs(mayStartAgent: Bool) -> Set<String>? {
         var ids: Set<String> = []
         for itemClass in [kSecClassCertificate, kSecClassKey] {
-            var result: CFTypeRef?
             let query: [CFString: Any] = [
                 kSecClass: itemClass, kSecAttrAccessGroup: kSecAttrAccessGroupToken, kSecMatchLimit: kSecMatchLimitAll,
                 kSecReturnAttributes: true,
             ]
-            guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess,
-                let items = result as? [[String: Any]]
-            else { continue }
-            for item in items { if let id = item[kSecAttrTokenID as String] as? String { ids.insert(id) } }
+            guard let dictionary = try? ValueBridge.dictionary(query as CFDictionary) else { return nil }
+            let response =
+                mayStartAgent
+                ? AgentClient.shared.send(.copyMatching(dictionary))
+                : AgentClient.shared.sendToRunningAgent(.copyMatching(dictionary))
+            if response.status == SecStatus.itemNotFound { continue }
+            guard response.status == SecStatus.success, case .array(let items)? = response.value else {
+                return mayStartAgent ? ids : nil
+            }
+            for case .dictionary(let item) in items {
+                if case .string(let id)? = item[SecAttr.tokenID] { ids.insert(id) }
+            }
         }
         return ids
     }

@@ -48,6 +48,14 @@ final class TokenWatcherTests: TokenTestCase {
         try deleteToken("tok1")
         waitFor("the first token's removal") { events.all.contains("removed softhsm2:\(first)") }
         XCTAssertEqual(watcher.tokenIDs, ["softhsm2:\(second)"])
+        // The seed's handler keeps the watcher alive (it captures it), so it looks for ever: its looks ask
+        // a running agent and never start one (else it brings an agent back after every logout, into
+        // whatever runtime directory the process names by then).
+        stopAgent()
+        waitUntilNothingListens()
+        usleep(2_500_000)
+        XCTAssertNotEqual(
+            AgentClient.shared.sendToRunningAgent(.hello).status, errSecSuccess, "the watcher started an agent")
     }
 
     func testCommandLineListsTokensAndTheirItems() throws {
