@@ -130,15 +130,18 @@ package final class UserPresence: Sendable {
             description: Self.description(requirement, caller: caller, applicationPassword: true), pid: caller.pid,
             question: "Application password:")
         try run(job, clientGone: clientGone)
-        guard
-            let password = monitor.locked({ () -> SecretBytes? in
-                defer { job.answer = nil }
-                return job.answer
-            })
-        else {
+        guard let password = takeAnswer(job) else {
             throw SecError(SecStatus.userCanceled, "no application password was given")
         }
         return password
+    }
+
+    /// The answer the user gave to `job`'s question, taken once (the job keeps no copy).
+    private func takeAnswer(_ job: Job) -> SecretBytes? {
+        monitor.locked {
+            defer { job.answer = nil }
+            return job.answer
+        }
     }
 
     /// Asks the user for a token's PIN through the prompter, in the same queue as the user checks (one
@@ -165,12 +168,7 @@ package final class UserPresence: Sendable {
                 ? SecError(SecStatus.interactionNotAllowed, "the PIN prompt could not be shown") : error
         }
         guard request.kind == .pin else { return nil }
-        guard
-            let pin = monitor.locked({ () -> SecretBytes? in
-                defer { job.answer = nil }
-                return job.answer
-            })
-        else {
+        guard let pin = takeAnswer(job) else {
             throw SecError(SecStatus.interactionNotAllowed, "the prompter gave no PIN")
         }
         return pin
